@@ -1,0 +1,272 @@
+"""Droplet hydraulic erosion (ALGORITHMS.md §2, seed 001 "Water erosion on heightmap terrain").
+
+Deterministic on any number of threads: the grid is cut into horizontal strips of
+``STRIP_ROWS`` rows. A droplet belongs to the strip its cell is in and may wander
+``margin`` rows beyond it; when it leaves that band it is handed to the neighbour strip.
+Even strips run together, then odd strips, and so on until every droplet of the batch
+has ended. Strips running together never touch the same cells, and each strip runs its
+droplets in ascending index order, so the result is the same on 1 or N threads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .kernels import put_bilinear, rain_cdf, start_position, stream_state, next_uniform, take
+from .params import Params, param
+from .terrain import Terrain
+
+STRIP_ROWS = 32
+STREAM_ID = 1  # RNG stream of this process
+
+# droplet state columns
+X, Y, DX, DY, V, W, S = range(7)
+
+
+@dataclasses.dataclass(frozen=True)
+class DropletParams(Params):
+    """Droplet erosion parameters (seed 001 defaults). Heights are in cell units."""
+
+    Kq: float = param(10.0, 0.0, 1000.0, "-", "sediment capacity factor", soft_hi=50.0)
+    Kw: float = param(0.001, 0.0, 1.0, "1/step", "water evaporation per step", soft_hi=0.1)
+    Kr: float = param(0.9, 0.0, 1.0, "-", "erosion speed: fraction of free capacity taken")
+    Kd: float = param(0.02, 0.0, 1.0, "-", "deposition speed: fraction of excess dropped")
+    Ki: float = param(0.1, 0.0, 1.0, "-", "direction inertia; higher = smoother turns")
+    min_slope: float = param(0.05, 0.0, 10.0, "cell/cell", "capacity floor on flats",
+                             soft_hi=1.0)
+    gravity: float = param(20.0, 0.0, 1000.0, "cell/step^2", "acceleration of the flow",
+                           soft_hi=100.0)
+    brush_radius: float = param(2.0, 1.0, 4.0, "cells", "radius of the erosion brush")
+    max_path_factor: float = param(4.0, 0.1, 64.0, "x side",
+                                   "a droplet stops after this many grid sides of steps")
+    batch: int = param(2048, 1, 1_000_000, "droplets",
+                       "droplets per batch; the unit of work and of determinism",
+                       soft_hi=65536)
+
+    def max_steps(self, shape: tuple[int, int]) -> int:
+        return max(1, int(self.max_path_factor * max(shape)))
+
+    def as_array(self, shape: tuple[int, int]) -> np.ndarray:
+        return np.array([self.Kq, self.Kw, self.Kr, self.Kd, self.Ki, self.min_slope,
+                         2.0 * self.gravity, self.brush_radius, self.max_steps(shape)],
+                        dtype=np.float64)
+
+
+def strip_margin(brush_radius: float) -> int:
+    """Rows a droplet may stray beyond its strip so that strips two apart never touch
+    the same cells (reach = rows a step can read or write around the droplet)."""
+    reach = int(math.ceil(brush_radius)) + 1
+    return (STRIP_ROWS - 2 * reach) // 2
+
+
+@njit(cache=True, error_model="numpy")
+def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, eroded, deposited,
+                 erodibility):
+    """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
+    cells inside the grid, never taking a cell below ``floor`` (the next height on the
+    path: no pits, no runaway at outlets). Returns what was actually removed (hard
+    bedrock and the floor give less)."""
+    rows, cols = height.shape
+    r2 = radius * radius
+    x0 = max(int(np.floor(xp - radius)) + 1, 0)
+    x1 = min(int(np.floor(xp + radius)), cols - 1)
+    y0 = max(int(np.floor(yp - radius)) + 1, 0)
+    y1 = min(int(np.floor(yp + radius)), rows - 1)
+    total = 0.0
+    for y in range(y0, y1 + 1):
+        for x in range(x0, x1 + 1):
+            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) / r2, 0.0)
+    removed = 0.0
+    if total <= 0.0:
+        return removed
+    scale = amount / total
+    for y in range(y0, y1 + 1):
+        for x in range(x0, x1 + 1):
+            wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) / r2, 0.0)
+            share = min(wgt * scale, max(height[y, x] - floor, 0.0))
+            removed += take(y, x, share, height, bedrock, sediment, eroded, deposited,
+                            erodibility)
+    return removed
+
+
+@njit(cache=True, error_model="numpy")
+def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment, eroded,
+                     deposited, erodibility):
+    """Run droplet ``d`` while its row stays in [lo, hi).
+
+    Returns -1 when the droplet ended (its sediment laid down), -2 when it left the
+    grid (the caller books ``state[d, S]`` as outflow), or the row it stepped onto
+    outside the band (to hand it over)."""
+    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps = (
+        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]))
+    rows, cols = height.shape
+    xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
+    v, w, s = state[d, V], state[d, W], state[d, S]
+    st = rng[d]
+    n = steps[d]
+    result = -1
+    while True:
+        if n >= max_steps:
+            put_bilinear(xp, yp, s, height, bedrock, sediment, deposited)
+            s = 0.0
+            break
+        xi = int(np.floor(xp))
+        yi = int(np.floor(yp))
+        if yi < lo or yi >= hi:
+            result = yi
+            break
+        fx = xp - xi
+        fy = yp - yi
+        h00 = height[yi, xi]
+        h10 = height[yi, xi + 1]
+        h01 = height[yi + 1, xi]
+        h11 = height[yi + 1, xi + 1]
+        h = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
+        gx = h00 + h01 - h10 - h11
+        gy = h00 + h10 - h01 - h11
+        dx = (dx - gx) * Ki + gx
+        dy = (dy - gy) * Ki + gy
+        dl = np.sqrt(dx * dx + dy * dy)
+        if dl <= 1e-12:
+            st, u = next_uniform(st)
+            a = u * 2.0 * np.pi
+            dx = np.cos(a)
+            dy = np.sin(a)
+        else:
+            dx /= dl
+            dy /= dl
+        nxp = xp + dx
+        nyp = yp + dy
+        if nxp < 0.0 or nyp < 0.0 or nxp >= cols - 1 or nyp >= rows - 1:
+            result = -2  # off the grid: the carried sediment leaves with it
+            break
+        nxi = int(np.floor(nxp))
+        nyi = int(np.floor(nyp))
+        nfx = nxp - nxi
+        nfy = nyp - nyi
+        nh = ((height[nyi, nxi] * (1 - nfx) + height[nyi, nxi + 1] * nfx) * (1 - nfy)
+              + (height[nyi + 1, nxi] * (1 - nfx) + height[nyi + 1, nxi + 1] * nfx) * nfy)
+        if nh >= h:  # uphill: fill the pit, stop if that uses up the load
+            ds = (nh - h) + 0.001
+            if ds >= s:
+                put_bilinear(xp, yp, s, height, bedrock, sediment, deposited)
+                s = 0.0
+                n += 1
+                break
+            put_bilinear(xp, yp, ds, height, bedrock, sediment, deposited)
+            h += ds
+            s -= ds
+            v = 0.0
+        dh = h - nh
+        q = max(dh, min_slope) * v * w * Kq
+        ds = s - q
+        if ds >= 0.0:
+            ds *= Kd
+            put_bilinear(xp, yp, ds, height, bedrock, sediment, deposited)
+            dh += ds
+            s -= ds
+        else:
+            ds = min(-ds * Kr, dh * 0.99)
+            got = _erode_brush(xp, yp, ds, nh, radius, height, bedrock, sediment, eroded,
+                               deposited, erodibility)
+            dh -= got
+            s += got
+        v = np.sqrt(v * v + Kg * dh)
+        w *= 1.0 - Kw
+        xp = nxp
+        yp = nyp
+        n += 1
+    state[d, X], state[d, Y], state[d, DX], state[d, DY] = xp, yp, dx, dy
+    state[d, V], state[d, W], state[d, S] = v, w, s
+    rng[d] = st
+    steps[d] = n
+    return result
+
+
+@njit(cache=True, parallel=True, error_model="numpy")
+def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, eroded,
+               deposited, erodibility):
+    """Run droplets ``first .. first+count-1``; returns (material carried off the grid,
+    droplet steps taken)."""
+    rows, cols = height.shape
+    nstrips = (rows + STRIP_ROWS - 1) // STRIP_ROWS
+    state = np.zeros((count, 7))
+    rng = np.empty(count, dtype=np.uint64)
+    steps = np.zeros(count, dtype=np.int64)
+    strip = np.empty(count, dtype=np.int64)
+    for k in range(count):
+        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
+        st, x, y = start_position(st, cdf, rows, cols)
+        state[k, X] = x
+        state[k, Y] = y
+        state[k, W] = 1.0
+        rng[k] = st
+        strip[k] = int(np.floor(y)) // STRIP_ROWS
+    lost = np.zeros(nstrips)
+    counts = np.zeros(nstrips + 1, dtype=np.int64)
+    order = np.empty(count, dtype=np.int64)
+    live = count
+    while live > 0:
+        for parity in range(2):
+            counts[:] = 0
+            for k in range(count):
+                s = strip[k]
+                if s >= 0 and s % 2 == parity:
+                    counts[s + 1] += 1
+            for s in range(nstrips):
+                counts[s + 1] += counts[s]
+            fill = counts[:-1].copy()
+            for k in range(count):
+                s = strip[k]
+                if s >= 0 and s % 2 == parity:
+                    order[fill[s]] = k
+                    fill[s] += 1
+            active = np.empty(nstrips, dtype=np.int64)
+            nactive = 0
+            for s in range(parity, nstrips, 2):
+                if counts[s + 1] > counts[s]:
+                    active[nactive] = s
+                    nactive += 1
+            for t in prange(nactive):
+                s = active[t]
+                lo = max(s * STRIP_ROWS - margin, 0)
+                hi = min((s + 1) * STRIP_ROWS + margin, rows)
+                for j in range(counts[s], counts[s + 1]):
+                    k = order[j]
+                    res = _droplet_segment(k, lo, hi, state, rng, steps, p, height, bedrock,
+                                           sediment, eroded, deposited, erodibility)
+                    if res == -1:
+                        strip[k] = -1
+                    elif res == -2:
+                        lost[s] += state[k, S]
+                        state[k, S] = 0.0
+                        strip[k] = -1
+                    else:
+                        strip[k] = res // STRIP_ROWS
+        live = 0
+        for k in range(count):
+            if strip[k] >= 0:
+                live += 1
+    return lost.sum(), steps.sum()
+
+
+def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
+              height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
+    """Run droplets ``first .. first+count-1`` on ``terrain`` in place.
+
+    ``height`` (bedrock + sediment, kept in step) and ``cdf`` may be passed in to avoid
+    recomputing them for every batch. Returns the number of droplet steps taken."""
+    if height is None:
+        height = terrain.height()
+    if cdf is None:
+        cdf = rain_cdf(terrain.rain)
+    lost, nsteps = _run_batch(
+        np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count, params.as_array(terrain.shape),
+        cdf, strip_margin(params.brush_radius), height, terrain.bedrock, terrain.sediment,
+        terrain.eroded, terrain.deposited, terrain.erodibility)
+    terrain.outflow += lost
+    return int(nsteps)

@@ -1,0 +1,124 @@
+"""Small numba helpers shared by the process kernels: random numbers and layered cells.
+
+Random numbers are counter based: every particle gets its own stream from
+``(seed, stream id, particle index)``, so a result never depends on how the work
+was sliced or which thread ran it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_INV53 = 1.0 / 9007199254740992.0  # 2**-53
+
+
+@njit(cache=True, inline="always")
+def mix64(x):
+    """splitmix64 finaliser: a well-spread 64-bit hash of ``x`` (uint64)."""
+    z = x + _GOLDEN
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, inline="always")
+def stream_state(seed, stream, index):
+    """Initial RNG state for particle ``index`` of ``stream`` under ``seed`` (all uint64)."""
+    return mix64(mix64(mix64(seed) ^ stream) ^ index)
+
+
+@njit(cache=True, inline="always")
+def next_uniform(state):
+    """Advance a splitmix64 state; return (new state, uniform float in [0, 1))."""
+    state = state + _GOLDEN
+    z = (state ^ (state >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    z = z ^ (z >> _S31)
+    return state, float(z >> _S11) * _INV53
+
+
+@njit(cache=True, inline="always")
+def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility):
+    """Remove up to ``amount`` at (r, c): sediment first, then bedrock scaled by
+    erodibility. Updates masks and height; returns the material actually removed."""
+    sed = sediment[r, c]
+    from_sed = min(amount, sed)
+    rock = (amount - from_sed) * erodibility[r, c]
+    new_sed = sed - from_sed
+    new_rock = bedrock[r, c] - rock
+    sediment[r, c] = new_sed
+    bedrock[r, c] = new_rock
+    height[r, c] = new_rock + new_sed
+    removed = from_sed + rock
+    dep = deposited[r, c]
+    from_dep = min(removed, dep)
+    deposited[r, c] = dep - from_dep
+    eroded[r, c] += removed - from_dep
+    return removed
+
+
+@njit(cache=True, inline="always")
+def put(r, c, amount, height, bedrock, sediment, deposited):
+    """Lay ``amount`` (>= 0) of sediment down at (r, c) and record it in the mask."""
+    sediment[r, c] += amount
+    height[r, c] = bedrock[r, c] + sediment[r, c]
+    deposited[r, c] += amount
+
+
+@njit(cache=True, inline="always")
+def put_bilinear(x, y, amount, height, bedrock, sediment, deposited):
+    """Spread a deposit over the 4 cells around (x, y) with bilinear weights."""
+    xi = int(np.floor(x))
+    yi = int(np.floor(y))
+    fx = x - xi
+    fy = y - yi
+    put(yi, xi, amount * (1 - fx) * (1 - fy), height, bedrock, sediment, deposited)
+    put(yi, xi + 1, amount * fx * (1 - fy), height, bedrock, sediment, deposited)
+    put(yi + 1, xi, amount * (1 - fx) * fy, height, bedrock, sediment, deposited)
+    put(yi + 1, xi + 1, amount * fx * fy, height, bedrock, sediment, deposited)
+
+
+@njit(cache=True, inline="always")
+def sample_bilinear(height, x, y):
+    """Bilinear height at (x, y); needs 0 <= x < cols-1 and 0 <= y < rows-1."""
+    xi = int(np.floor(x))
+    yi = int(np.floor(y))
+    fx = x - xi
+    fy = y - yi
+    top = height[yi, xi] * (1 - fx) + height[yi, xi + 1] * fx
+    bottom = height[yi + 1, xi] * (1 - fx) + height[yi + 1, xi + 1] * fx
+    return top * (1 - fy) + bottom * fy
+
+
+@njit(cache=True)
+def start_position(state, rain_cdf, rows, cols):
+    """Random start inside the grid's interior squares: uniform, or weighted by
+    ``rain_cdf`` (cumulative weights of the (rows-1)*(cols-1) squares; empty = uniform)."""
+    state, u = next_uniform(state)
+    state, a = next_uniform(state)
+    state, b = next_uniform(state)
+    if rain_cdf.size == 0:
+        return state, a * (cols - 1), b * (rows - 1)
+    k = np.searchsorted(rain_cdf, u * rain_cdf[-1], side="right")
+    if k >= rain_cdf.size:
+        k = rain_cdf.size - 1
+    r = k // (cols - 1)
+    c = k - r * (cols - 1)
+    return state, c + a, r + b
+
+
+def rain_cdf(rain: np.ndarray) -> np.ndarray:
+    """Cumulative start weights per interior square (mean of its 4 corners); empty if
+    rain is uniform, which selects the cheaper uniform sampling."""
+    if np.all(rain == rain.flat[0]):
+        return np.empty(0)
+    squares = 0.25 * (rain[:-1, :-1] + rain[:-1, 1:] + rain[1:, :-1] + rain[1:, 1:])
+    return np.cumsum(squares.ravel())

@@ -1,0 +1,148 @@
+"""The terrain model shared by every process (ALGORITHMS.md §1).
+
+All arrays are ``(rows, cols)`` float64, row-major; row index = y, column index = x.
+Heights are in **cell units** (world height / cell spacing), so slopes are real slopes
+and scaling heights and cell size together scales the result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+#: State arrays: name -> (default fill value, lower bound, upper bound, doc).
+STATE_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
+    "bedrock": (0.0, None, None, "solid ground height, cell units"),
+    "sediment": (0.0, 0.0, None, "loose material on the bedrock, cell units (>= 0)"),
+    "stream": (0.0, 0.0, 1.0, "time-averaged presence of flowing water, 0..1"),
+    "pool": (0.0, 0.0, None, "depth of standing water, cell units (>= 0)"),
+    "wind": (0.0, 0.0, 1.0, "time-averaged wind-surface contact, 0..1"),
+    "vegetation": (0.0, 0.0, 1.0, "tree/root density, 0..1"),
+    "eroded": (0.0, 0.0, None, "material removed here so far, cell units"),
+    "deposited": (0.0, 0.0, None, "material laid down here so far, cell units"),
+}
+
+#: Input maps that shape the processes but are not changed by them.
+INPUT_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
+    "erodibility": (1.0, 0.0, 10.0, "bedrock softness factor (1 = as soft as sediment)"),
+    "rain": (1.0, 0.0, None, "relative droplet start weight per cell (>= 0)"),
+}
+
+ALL_FIELDS = {**STATE_FIELDS, **INPUT_FIELDS}
+
+MIN_SIDE = 3
+
+
+class TerrainError(ValueError):
+    """The terrain arrays are unusable (shape, dtype, NaN/inf, range)."""
+
+
+def _as_float_grid(name: str, value: Any, shape: tuple[int, int] | None) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iuf":
+        raise TerrainError(
+            f"'{name}' must hold real numbers (int or float), got dtype {arr.dtype}")
+    if arr.ndim != 2:
+        raise TerrainError(f"'{name}' must be a 2-D (rows, cols) array, got shape {arr.shape}")
+    if shape is not None and arr.shape != shape:
+        raise TerrainError(f"'{name}' has shape {arr.shape}, expected {shape} like 'bedrock'")
+    if min(arr.shape) < MIN_SIDE:
+        raise TerrainError(
+            f"'{name}' is {arr.shape[0]}x{arr.shape[1]}; the grid must be at least "
+            f"{MIN_SIDE}x{MIN_SIDE} cells")
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise TerrainError(
+            f"'{name}' has {int(bad.sum())} NaN/inf value(s), first at row {r}, col {c}; "
+            "fix or fill them before eroding")
+    return arr
+
+
+@dataclasses.dataclass
+class Terrain:
+    """Terrain state: bedrock + sediment with derived masks and maps (cell units).
+
+    ``outflow`` counts material (cell units x cells) that left the grid; ``cell_size``
+    is the world size of one cell (any length unit, e.g. metres).
+    """
+
+    bedrock: np.ndarray
+    sediment: np.ndarray
+    stream: np.ndarray
+    pool: np.ndarray
+    wind: np.ndarray
+    vegetation: np.ndarray
+    eroded: np.ndarray
+    deposited: np.ndarray
+    erodibility: np.ndarray
+    rain: np.ndarray
+    cell_size: float = 1.0
+    outflow: float = 0.0
+
+    @classmethod
+    def from_heights(cls, heights: Any, cell_size: float = 1.0, *,
+                     world_units: bool = True, **arrays: Any) -> Terrain:
+        """Make a terrain whose bedrock is ``heights``.
+
+        With ``world_units`` the heights are world heights and are divided by
+        ``cell_size``; otherwise they are already in cell units.
+        """
+        cell_size = float(cell_size)
+        if not np.isfinite(cell_size) or cell_size <= 0:
+            raise TerrainError(f"cell_size must be a positive number, got {cell_size!r}")
+        bedrock = _as_float_grid("heights", heights, None)
+        if world_units:
+            bedrock = bedrock / cell_size
+        values = {"bedrock": bedrock}
+        for name, array in arrays.items():
+            if name not in ALL_FIELDS or name == "bedrock":
+                raise TerrainError(f"unknown terrain array '{name}'; known: "
+                                   f"{', '.join(ALL_FIELDS)}")
+            values[name] = array
+        for name, (fill, _, _, _) in ALL_FIELDS.items():
+            values.setdefault(name, np.full(bedrock.shape, fill))
+        terrain = cls(**values, cell_size=cell_size)
+        terrain.validate()
+        return terrain
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.bedrock.shape  # type: ignore[return-value]
+
+    def height(self) -> np.ndarray:
+        """Ground surface, cell units: bedrock + sediment."""
+        return self.bedrock + self.sediment
+
+    def world_height(self) -> np.ndarray:
+        """Ground surface in world units."""
+        return self.height() * self.cell_size
+
+    def total_material(self) -> float:
+        """Sum of bedrock + sediment over the grid (cell units x cells)."""
+        return float(self.bedrock.sum() + self.sediment.sum())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: getattr(self, name) for name in ALL_FIELDS}
+
+    def validate(self) -> None:
+        """Check shapes, dtypes, finiteness and ranges; coerce arrays to float64 C order."""
+        shape = None
+        for name, (_, lo, hi, _) in ALL_FIELDS.items():
+            arr = _as_float_grid(name, getattr(self, name), shape)
+            shape = arr.shape
+            if lo is not None and (arr < lo).any():
+                raise TerrainError(f"'{name}' has values below {lo:g} (min {arr.min():g})")
+            if hi is not None and (arr > hi).any():
+                raise TerrainError(f"'{name}' has values above {hi:g} (max {arr.max():g})")
+            setattr(self, name, arr)
+        if not np.isfinite(self.cell_size) or self.cell_size <= 0:
+            raise TerrainError(f"cell_size must be a positive number, got {self.cell_size!r}")
+        if self.rain.sum() <= 0:
+            raise TerrainError("'rain' is zero everywhere; no droplet could start")
+
+    def copy(self) -> Terrain:
+        return dataclasses.replace(self, **{n: a.copy() for n, a in self.arrays().items()})
