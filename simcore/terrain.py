@@ -95,14 +95,13 @@ class Terrain:
         if not np.isfinite(cell_size) or cell_size <= 0:
             raise TerrainError(f"cell_size must be a positive number, got {cell_size!r}")
         bedrock = _as_float_grid("heights", heights, None)
-        if world_units:
-            bedrock = bedrock / cell_size
+        bedrock = bedrock / cell_size if world_units else bedrock.copy()
         values = {"bedrock": bedrock}
         for name, array in arrays.items():
             if name not in ALL_FIELDS or name == "bedrock":
                 raise TerrainError(f"unknown terrain array '{name}'; known: "
                                    f"{', '.join(ALL_FIELDS)}")
-            values[name] = array
+            values[name] = np.array(array)  # a copy: never erode the caller's arrays
         for name, (fill, _, _, _) in ALL_FIELDS.items():
             values.setdefault(name, np.full(bedrock.shape, fill))
         terrain = cls(**values, cell_size=cell_size)

@@ -1,0 +1,7 @@
+"""``python -m simcore``: see :mod:`simcore.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,196 @@
+"""TOML presets: load, validate and save.
+
+A preset file looks like::
+
+    [preset]
+    name = "Default"
+    description = "Rain erosion that carves channels and fills valleys"
+
+    [simulation]
+    seed = 1
+    particles = 200000
+
+    [droplets]            # one table per process; present + enabled = runs
+    enabled = true
+    Kq = 10.0
+
+Every error names the file, the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from .params import ParameterError, Params, describe_range
+from .simulation import PROCESSES, process_params
+
+#: Folder of the presets shipped with the project (next to simcore in the repo,
+#: inside the package in the built extension).
+_HERE = Path(__file__).resolve().parent
+BUNDLED_DIRS = [p for p in (_HERE / "presets", _HERE.parent / "presets") if p.is_dir()]
+
+SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
+    "seed": (0, 0, 2**63 - 1, "random seed"),
+    "particles": (200_000, 0, 10**10, "total particles of all enabled processes"),
+}
+
+
+class PresetError(ParameterError):
+    """A preset file is missing, malformed or has bad values."""
+
+
+@dataclasses.dataclass
+class Preset:
+    """A loaded preset: simulation settings plus params of every process (enabled flag
+    kept separately so a disabled process keeps its tuned values)."""
+
+    name: str
+    description: str = ""
+    seed: int = 0
+    particles: int = 200_000
+    params: dict[str, Params] = dataclasses.field(default_factory=dict)
+    enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
+    path: Path | None = None
+
+    def enabled_params(self) -> dict[str, Params]:
+        return {n: p for n, p in self.params.items() if self.enabled.get(n)}
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Preset:
+        """Apply ``{"droplets.Kq": 5, "seed": 3, "snowball.enabled": True}`` style
+        overrides; errors name the key."""
+        out = dataclasses.replace(self, params=dict(self.params), enabled=dict(self.enabled))
+        for key, value in overrides.items():
+            if "." not in key:
+                if key not in SIMULATION_KEYS:
+                    raise PresetError(f"--set {key}: unknown key; use 'seed', 'particles' "
+                                      f"or 'PROCESS.KEY' with PROCESS in {list(PROCESSES)}")
+                setattr(out, key, _check_sim_key(key, value, "--set"))
+                continue
+            proc, _, field = key.partition(".")
+            if proc not in PROCESSES:
+                raise PresetError(f"--set {key}: unknown process '{proc}'; known: "
+                                  f"{', '.join(PROCESSES)}")
+            if field == "enabled":
+                if not isinstance(value, bool):
+                    raise PresetError(f"--set {key}: must be true or false, got {value!r}")
+                out.enabled[proc] = value
+                continue
+            current = out.params.get(proc) or process_params(proc)
+            merged = {**current.to_dict(), field: value}
+            out.params[proc] = process_params(proc, merged, f"--set {key}")
+        return out
+
+
+def _check_sim_key(key: str, value: Any, where: str) -> int:
+    _, lo, hi, doc = SIMULATION_KEYS[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PresetError(f"{where}: '{key}' ({doc}) must be a whole number, got {value!r}")
+    if not lo <= value <= hi:
+        raise PresetError(f"{where}: '{key}' = {value} is out of range: allowed "
+                          f"{lo} <= {key} <= {hi}")
+    return value
+
+
+def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
+    """Validate a preset's TOML tables; ``where`` (the file) prefixes every error."""
+    preset = Preset(name=name)
+    for table, values in data.items():
+        if not isinstance(values, dict):
+            raise PresetError(f"{where}: top-level key '{table}' must be a [table]")
+        if table == "preset":
+            for key, value in values.items():
+                if key not in ("name", "description") or not isinstance(value, str):
+                    raise PresetError(f"{where}: [preset] allows only text keys 'name' and "
+                                      f"'description', got '{key}' = {value!r}")
+                setattr(preset, key, value)
+        elif table == "simulation":
+            for key, value in values.items():
+                if key not in SIMULATION_KEYS:
+                    raise PresetError(f"{where}: [simulation] unknown key '{key}'; allowed "
+                                      f"keys: {', '.join(SIMULATION_KEYS)}")
+                setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
+        elif table in PROCESSES:
+            values = dict(values)
+            enabled = values.pop("enabled", True)
+            if not isinstance(enabled, bool):
+                raise PresetError(f"{where}: [{table}] 'enabled' must be true or false")
+            preset.enabled[table] = enabled
+            preset.params[table] = process_params(table, values, f"{where}: [{table}]")
+        else:
+            raise PresetError(f"{where}: unknown table [{table}]; allowed: preset, "
+                              f"simulation, {', '.join(PROCESSES)}")
+    if not preset.enabled_params():
+        raise PresetError(f"{where}: no process is enabled; add e.g. [droplets] "
+                          "with enabled = true")
+    return preset
+
+
+def load_preset(path: str | Path) -> Preset:
+    """Load and validate one preset file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PresetError(f"{path}: cannot read preset ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PresetError(f"{path}: not valid TOML: {exc}") from None
+    preset = parse_preset(data, str(path), name=path.stem)
+    if not preset.name:
+        preset.name = path.stem
+    preset.path = path
+    return preset
+
+
+def preset_files(dirs: list[Path] | None = None) -> dict[str, Path]:
+    """Preset id (file stem) -> path; later folders override earlier ones."""
+    found: dict[str, Path] = {}
+    for folder in (BUNDLED_DIRS if dirs is None else dirs):
+        for path in sorted(Path(folder).glob("*.toml")):
+            found[path.stem] = path
+    return found
+
+
+def find_preset(name: str, dirs: list[Path] | None = None) -> Preset:
+    """Load a preset by id (file stem) or by path."""
+    if name.endswith(".toml") or "/" in name or "\\" in name:
+        return load_preset(name)
+    files = preset_files(dirs)
+    if name not in files:
+        raise PresetError(f"no preset named '{name}'; available: "
+                          f"{', '.join(files) or '(none)'}")
+    return load_preset(files[name])
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def dump_preset(preset: Preset) -> str:
+    """TOML text for ``preset`` (round-trips through :func:`parse_preset`)."""
+    lines = ["[preset]", f"name = {_toml_value(preset.name)}",
+             f"description = {_toml_value(preset.description)}", "",
+             "[simulation]", f"seed = {preset.seed}", f"particles = {preset.particles}"]
+    for name in PROCESSES:
+        if name not in preset.params:
+            continue
+        lines += ["", f"[{name}]", f"enabled = {_toml_value(bool(preset.enabled.get(name)))}"]
+        for f in dataclasses.fields(preset.params[name]):  # type: ignore[arg-type]
+            lines.append(f"{f.name} = {_toml_value(getattr(preset.params[name], f.name))}"
+                         f"  # {f.metadata['doc']}; {describe_range(f)}")
+    return "\n".join(lines) + "\n"
+
+
+def save_preset(preset: Preset, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump_preset(preset), encoding="utf-8")
+    return path

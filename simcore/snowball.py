@@ -1,0 +1,168 @@
+"""Snowball erosion (ALGORITHMS.md §3, seed 003 "Simulating hydraulic erosion").
+
+A cheap preview mode: each snowball reads the surface normal at a small random offset,
+rolls with friction, erodes on steep ground and deposits on flat ground at its
+*previous* position. After each batch the change it made is blurred (mass-conserving
+3x3 kernel) so the low-resolution result stays smooth. Runs on one thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from numba import njit
+
+from .kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
+from .params import Params, param
+from .terrain import Terrain
+
+STREAM_ID = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class SnowballParams(Params):
+    """Snowball parameters. The seed leaves defaults open; these are ours (cell units)."""
+
+    erosion_rate: float = param(0.05, 0.0, 10.0, "cell/step", "erosion at full steepness",
+                                soft_hi=1.0)
+    deposition_rate: float = param(0.1, 0.0, 1.0, "1/step",
+                                   "fraction of the load dropped per step on flat ground")
+    speed: float = param(0.3, 0.0, 10.0, "cell/step", "acceleration along the slope",
+                         soft_hi=2.0)
+    friction: float = param(0.7, 0.0, 1.0, "-", "velocity kept from one step to the next")
+    radius: float = param(0.8, 0.0, 4.0, "cells", "random offset where the normal is read")
+    max_iterations: int = param(80, 1, 10000, "steps", "steps per snowball", soft_hi=500)
+    iteration_scale: float = param(0.04, 0.0, 1.0, "1/step",
+                                   "erosion ramps up over the first 1/scale steps")
+    min_slope: float = param(0.001, 0.0, 1.0, "cell/cell", "a snowball stops below this slope")
+    blur: float = param(0.5, 0.0, 1.0, "-", "blend of the blurred change after each batch")
+    batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
+                       soft_hi=65536)
+
+    def as_array(self) -> np.ndarray:
+        return np.array([self.erosion_rate, self.deposition_rate, self.speed, self.friction,
+                         self.radius, self.max_iterations, self.iteration_scale,
+                         self.min_slope], dtype=np.float64)
+
+
+@njit(cache=True, error_model="numpy")
+def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, deposited,
+               erodibility):
+    """Roll snowballs ``first .. first+count-1``; returns (material off the grid, steps)."""
+    erosion_rate, deposition_rate, speed, friction, radius = p[0], p[1], p[2], p[3], p[4]
+    max_iter, iteration_scale, min_slope = int(p[5]), p[6], p[7]
+    rows, cols = height.shape
+    lost = 0.0
+    nsteps = 0
+    for k in range(count):
+        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
+        st, x, y = start_position(st, cdf, rows, cols)
+        st, u = next_uniform(st)
+        ox = (2.0 * u - 1.0) * radius
+        st, u = next_uniform(st)
+        oy = (2.0 * u - 1.0) * radius
+        xp, yp, vx, vy, load = x, y, 0.0, 0.0, 0.0
+        for i in range(max_iter):
+            sx = x + ox
+            sy = y + oy
+            if sx < 0.0 or sy < 0.0 or sx >= cols - 1 or sy >= rows - 1:
+                break
+            xi = int(sx)
+            yi = int(sy)
+            fx = sx - xi
+            fy = sy - yi
+            gx = ((height[yi, xi + 1] - height[yi, xi]) * (1 - fy)
+                  + (height[yi + 1, xi + 1] - height[yi + 1, xi]) * fy)
+            gy = ((height[yi + 1, xi] - height[yi, xi]) * (1 - fx)
+                  + (height[yi + 1, xi + 1] - height[yi, xi + 1]) * fx)
+            slope2 = gx * gx + gy * gy
+            if slope2 < min_slope * min_slope:
+                break
+            inv = 1.0 / np.sqrt(slope2 + 1.0)
+            ny = inv
+            deposit = load * deposition_rate * ny
+            erosion = erosion_rate * (1.0 - ny) * min(1.0, i * iteration_scale)
+            change = deposit - erosion
+            if change >= 0.0:
+                put_bilinear(xp, yp, change, height, bedrock, sediment, deposited)
+                load -= change
+            else:
+                want = -change
+                pxi = int(xp)
+                pyi = int(yp)
+                pfx = xp - pxi
+                pfy = yp - pyi
+                got = take(pyi, pxi, want * (1 - pfx) * (1 - pfy), height, bedrock,
+                           sediment, eroded, deposited, erodibility)
+                got += take(pyi, pxi + 1, want * pfx * (1 - pfy), height, bedrock,
+                            sediment, eroded, deposited, erodibility)
+                got += take(pyi + 1, pxi, want * (1 - pfx) * pfy, height, bedrock,
+                            sediment, eroded, deposited, erodibility)
+                got += take(pyi + 1, pxi + 1, want * pfx * pfy, height, bedrock,
+                            sediment, eroded, deposited, erodibility)
+                load += got
+            vx = friction * vx - gx * inv * speed
+            vy = friction * vy - gy * inv * speed
+            xp = x
+            yp = y
+            x += vx
+            y += vy
+            nsteps += 1
+            if x < 0.0 or y < 0.0 or x >= cols - 1 or y >= rows - 1:
+                break
+        if x < 0.0 or y < 0.0 or x >= cols - 1 or y >= rows - 1:
+            lost += load
+        else:
+            put_bilinear(x, y, load, height, bedrock, sediment, deposited)
+    return lost, nsteps
+
+
+def blur_change(change: np.ndarray) -> np.ndarray:
+    """3x3 binomial blur that keeps the sum: what would leave the grid folds back in."""
+    rows, cols = change.shape
+    out = np.zeros((rows + 2, cols + 2))
+    for dy, wy in ((-1, 0.25), (0, 0.5), (1, 0.25)):
+        for dx, wx in ((-1, 0.25), (0, 0.5), (1, 0.25)):
+            out[1 + dy:1 + dy + rows, 1 + dx:1 + dx + cols] += (wy * wx) * change
+    out[1, :] += out[0, :]
+    out[-2, :] += out[-1, :]
+    out[:, 1] += out[:, 0]
+    out[:, -2] += out[:, -1]
+    return out[1:-1, 1:-1]
+
+
+def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, count: int,
+              height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
+    """Roll ``count`` snowballs, then blur what they changed; returns steps taken.
+
+    ``height`` must equal bedrock + sediment when given and is kept in step."""
+    if height is None:
+        height = terrain.height()
+    if cdf is None:
+        cdf = rain_cdf(terrain.rain)
+    rock0, sed0 = terrain.bedrock.copy(), terrain.sediment.copy()
+    scratch_eroded = np.zeros_like(height)
+    scratch_deposited = np.zeros_like(height)
+    lost, nsteps = _run_batch(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
+                              params.as_array(), cdf, height, terrain.bedrock,
+                              terrain.sediment, scratch_eroded, scratch_deposited,
+                              terrain.erodibility)
+    terrain.outflow += lost
+    d_rock = terrain.bedrock - rock0
+    d_sed = terrain.sediment - sed0
+    if params.blur > 0:
+        d_rock = (1 - params.blur) * d_rock + params.blur * blur_change(d_rock)
+        d_sed = (1 - params.blur) * d_sed + params.blur * blur_change(d_sed)
+    rock = rock0 + d_rock
+    sed = sed0 + d_sed
+    deficit = np.minimum(sed, 0.0)  # blurred removal beyond the sediment: take it from rock
+    rock += deficit
+    sed -= deficit
+    net = (rock + sed) - (rock0 + sed0)
+    terrain.bedrock[...] = rock
+    terrain.sediment[...] = sed
+    height[...] = rock + sed
+    terrain.eroded += np.maximum(-net, 0.0)
+    terrain.deposited += np.maximum(net, 0.0)
+    return int(nsteps)

@@ -1,0 +1,38 @@
+"""Shared fixtures. simcore tests never import bpy."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# numba compiles on first use: no per-example deadline; keep runs short on 2 cores.
+settings.register_profile("project", deadline=None, max_examples=40,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("project")
+
+
+@pytest.fixture
+def hills():
+    """A 64x64 fractal terrain (cell units, relief 16)."""
+    from simcore.noise import fractal_terrain
+    return fractal_terrain(64, seed=5)
+
+
+def local_minima(h: np.ndarray, depth: float) -> int:
+    """Interior cells lower than all 8 neighbours by more than ``depth``."""
+    c = h[1:-1, 1:-1]
+    lowest = np.full(c.shape, np.inf)
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy or dx:
+                lowest = np.minimum(lowest, h[1 + dy:h.shape[0] - 1 + dy,
+                                              1 + dx:h.shape[1] - 1 + dx])
+    return int((c < lowest - depth).sum())

@@ -1,0 +1,170 @@
+import numba
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from conftest import local_minima
+from simcore import hydraulic
+from simcore.hydraulic import DropletParams, run_batch
+from simcore.simulation import Simulation
+from simcore.terrain import Terrain
+
+
+def run(heights, n, seed=1, params=None, **layers):
+    t = Terrain.from_heights(heights, world_units=False, **layers)
+    params = params or DropletParams()
+    steps = 0
+    for first in range(0, n, params.batch):
+        steps += run_batch(t, params, seed, first, min(params.batch, n - first))
+    return t, steps
+
+
+def tilted(rows=40, cols=40, slope=0.3):
+    return np.tile(np.arange(cols) * slope, (rows, 1))  # rises with x: downhill is -x
+
+
+def test_droplet_on_tilted_plane_runs_downhill_and_carves():
+    t, steps = run(tilted(), 1, params=DropletParams(batch=1))
+    assert steps > 0
+    dug = np.argwhere(t.eroded > 0)
+    assert len(dug) > 0, "a droplet on a slope must carve"
+    assert t.outflow > 0, "it leaves over the low edge carrying sediment"
+    # the carved trail reaches the low (x = 0) side of the plane
+    assert dug[:, 1].min() <= 3
+
+
+def test_droplets_on_flat_plane_change_nothing():
+    t, steps = run(np.full((32, 32), 7.0), 500)
+    assert steps > 0
+    assert np.all(np.isfinite(t.height()))
+    assert np.max(np.abs(t.height() - 7.0)) < 1e-12
+    assert t.outflow == 0.0
+
+
+def test_brush_never_digs_below_the_next_height_on_the_path():
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        h = rng.random((9, 9)) * 4
+        bed, sed = h.copy(), np.zeros_like(h)
+        height, er, de, k = h.copy(), np.zeros_like(h), np.zeros_like(h), np.ones_like(h)
+        floor = float(rng.random() * 3)
+        x, y = 2 + rng.random() * 4, 2 + rng.random() * 4
+        got = hydraulic._erode_brush(x, y, 5.0, floor, 2.0, height, bed, sed, er, de, k)
+        above = h > floor
+        assert np.all(height[above] >= floor - 1e-12)
+        assert np.array_equal(height[~above], h[~above])
+        assert got == pytest.approx(h.sum() - height.sum())
+        assert got <= 5.0 + 1e-12
+
+
+def test_no_droplet_digs_below_the_terrain_minimum_or_leaves_pits(hills):
+    t = Terrain.from_heights(hills, world_units=False)
+    p = DropletParams(batch=1)
+    for i in range(200):
+        before = t.height()
+        run_batch(t, p, 9, i, 1)
+        after = t.height()
+        assert after.min() >= before.min() - 1e-9, "erosion never makes a new lowest point"
+    pits_before = local_minima(hills, 0.05)
+    t2, _ = run(hills, 20000)
+    assert local_minima(t2.height(), 0.05) <= pits_before
+
+
+def test_mass_is_booked(hills):
+    t, _ = run(hills, 20000)
+    total0 = hills.sum()
+    assert t.outflow > 0
+    tol = 1e-9 * np.abs(hills).sum()
+    assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) < tol
+    assert abs((total0 - t.total_material()) - t.outflow) < tol
+    assert t.sediment.min() >= 0 and t.eroded.min() >= 0 and t.deposited.min() >= 0
+
+
+def test_sediment_is_taken_before_bedrock_and_hard_rock_resists(hills):
+    soft, _ = run(hills, 5000)
+    hard, _ = run(hills, 5000, erodibility=np.full(hills.shape, 0.2))
+    assert hard.eroded.sum() < soft.eroded.sum()
+    loose = np.full(hills.shape, 0.5)
+    t, _ = run(hills, 3000, sediment=loose.copy(), erodibility=np.zeros(hills.shape))
+    # with unerodible rock only the loose layer moves: bedrock is untouched
+    assert np.array_equal(t.bedrock, hills)
+    assert t.eroded.sum() > 0
+
+
+def test_same_seed_is_bit_identical_and_other_seed_differs(hills):
+    a, _ = run(hills, 6000, seed=4)
+    b, _ = run(hills, 6000, seed=4)
+    c, _ = run(hills, 6000, seed=5)
+    for name in ("bedrock", "sediment", "eroded", "deposited"):
+        assert np.array_equal(getattr(a, name), getattr(b, name))
+    assert not np.array_equal(a.bedrock, c.bedrock)
+
+
+def test_thread_count_does_not_change_the_result():
+    from simcore.noise import fractal_terrain
+    h = fractal_terrain(160, seed=2)  # 5 strips: real parallel phases
+    results = []
+    old = numba.get_num_threads()
+    try:
+        for threads in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(threads)
+            t, _ = run(h, 8192, params=DropletParams(batch=4096))
+            results.append(t)
+    finally:
+        numba.set_num_threads(old)
+    assert np.array_equal(results[0].bedrock, results[1].bedrock)
+    assert np.array_equal(results[0].sediment, results[1].sediment)
+
+
+def test_slicing_by_time_or_count_gives_identical_arrays(hills):
+    procs = {"droplets": DropletParams(batch=512)}
+    one = Terrain.from_heights(hills, world_units=False)
+    Simulation(one, procs, seed=3, particles=5000).run()
+    sliced = Terrain.from_heights(hills, world_units=False)
+    sim = Simulation(sliced, procs, seed=3, particles=5000)
+    calls = 0
+    while not sim.advance(0.0).done:
+        calls += 1
+    assert calls > 3
+    resumed = Terrain.from_heights(hills, world_units=False)
+    first = Simulation(resumed, procs, seed=3, particles=2048)
+    first.run()
+    Simulation(resumed, procs, seed=3, particles=5000 - 2048,
+               rounds_done=first.rounds_done).run()
+    for t in (sliced, resumed):
+        assert np.array_equal(one.bedrock, t.bedrock)
+        assert np.array_equal(one.sediment, t.sediment)
+        assert np.array_equal(one.deposited, t.deposited)
+
+
+@pytest.mark.parametrize("k", [0.25, 2.0, 8.0])
+def test_scaling_heights_and_cell_size_scales_the_result(hills, k):
+    procs = {"droplets": DropletParams()}
+    base = Terrain.from_heights(hills * 3.0, cell_size=3.0)
+    scaled = Terrain.from_heights(hills * 3.0 * k, cell_size=3.0 * k)
+    Simulation(base, procs, seed=2, particles=4000).run()
+    Simulation(scaled, procs, seed=2, particles=4000).run()
+    assert np.array_equal(scaled.world_height(), base.world_height() * k)
+
+
+params_strategy = st.builds(
+    DropletParams,
+    Kq=st.floats(0, 1000), Kw=st.floats(0, 1), Kr=st.floats(0, 1), Kd=st.floats(0, 1),
+    Ki=st.floats(0, 1), min_slope=st.floats(0, 10), gravity=st.floats(0, 1000),
+    brush_radius=st.floats(1, 4), max_path_factor=st.floats(0.1, 8),
+    batch=st.integers(1, 64))
+
+
+@given(heights=arrays(np.float64, st.tuples(st.integers(3, 20), st.integers(3, 20)),
+                      elements=st.floats(-1e4, 1e4)),
+       params=params_strategy, seed=st.integers(0, 2**63 - 1))
+def test_random_terrains_and_parameters_never_give_nan(heights, params, seed):
+    t, _ = run(heights, 64, seed=seed, params=params)
+    for name, arr in t.arrays().items():
+        assert np.all(np.isfinite(arr)), name
+    assert np.isfinite(t.outflow) and t.outflow >= 0
+    assert t.sediment.min() >= 0
+    tol = 1e-9 * (np.abs(heights).sum() + 1)
+    assert abs((heights.sum() - t.total_material()) - t.outflow) < tol
