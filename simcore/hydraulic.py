@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .kernels import put_bilinear, rain_cdf, start_position, stream_state, next_uniform, take
+from .kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
 from .params import Params, param
 from .terrain import Terrain
 

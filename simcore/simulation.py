@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from . import hydraulic, snowball
 from .kernels import rain_cdf

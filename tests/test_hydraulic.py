@@ -1,11 +1,11 @@
 import numba
 import numpy as np
 import pytest
+from conftest import local_minima
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import local_minima
 from simcore import hydraulic
 from simcore.hydraulic import DropletParams, run_batch
 from simcore.simulation import Simulation

@@ -1,0 +1,70 @@
+import pytest
+
+from simcore.params import ParameterError
+from simcore.presets import (
+    PresetError,
+    dump_preset,
+    find_preset,
+    load_preset,
+    parse_preset,
+    preset_files,
+    save_preset,
+)
+from simcore.simulation import PROCESSES
+
+
+def test_every_shipped_preset_loads_and_round_trips(tmp_path):
+    files = preset_files()
+    assert len(files) >= 2
+    for name, path in files.items():
+        p = load_preset(path)
+        assert p.enabled_params(), name
+        assert set(p.params) <= set(PROCESSES)
+        again = load_preset(save_preset(p, tmp_path / f"{name}.toml"))
+        assert again.params == p.params and again.enabled == p.enabled
+        assert (again.seed, again.particles) == (p.seed, p.particles)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[droplets]\nKq = 5\nwobble = 1\n", r"\[droplets\]: unknown key 'wobble'; allowed keys: Kq"),
+    ("[droplets]\nKq = 'ten'\n", r"'Kq' must be a number \(0 <= Kq <= 1000 \(float\)\)"),
+    ("[droplets]\nKr = 1.5\n", r"'Kr' = 1.5 is out of range: allowed 0 <= Kr <= 1"),
+    ("[droplets]\nbatch = 2.5\n", r"'batch' must be a whole number"),
+    ("[droplets]\nenabled = 'yes'\n", r"'enabled' must be true or false"),
+    ("[lava]\nheat = 1\n", r"unknown table \[lava\]"),
+    ("[droplets]\nenabled = false\n", r"no process is enabled"),
+    ("[simulation]\nparticles = -1\n[droplets]\n", r"'particles' = -1 is out of range"),
+    ("[simulation]\ncolour = 1\n[droplets]\n", r"\[simulation\] unknown key 'colour'"),
+    ("[droplets\nKq = 1\n", r"not valid TOML"),
+])
+def test_broken_presets_name_file_key_and_range(tmp_path, text, expected):
+    path = tmp_path / "broken.toml"
+    path.write_text(text)
+    with pytest.raises(ParameterError, match=expected) as info:
+        load_preset(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_preset_lists_the_available_ones(tmp_path):
+    with pytest.raises(PresetError, match="available: .*default"):
+        find_preset("no_such_preset")
+    with pytest.raises(PresetError, match="cannot read preset"):
+        load_preset(tmp_path / "nope.toml")
+
+
+def test_overrides_are_validated():
+    p = find_preset("default")
+    q = p.with_overrides({"droplets.Kq": 3, "seed": 9, "snowball.enabled": True})
+    assert q.params["droplets"].Kq == 3.0 and q.seed == 9
+    assert set(q.enabled_params()) == {"droplets", "snowball"}
+    assert p.params["droplets"].Kq == 10.0, "the original preset is untouched"
+    with pytest.raises(ParameterError, match="out of range"):
+        p.with_overrides({"droplets.Ki": 2})
+    with pytest.raises(ParameterError, match="unknown process 'lava'"):
+        p.with_overrides({"lava.heat": 2})
+
+
+def test_dump_is_parseable_toml():
+    import tomllib
+    p = find_preset("default")
+    assert parse_preset(tomllib.loads(dump_preset(p)), "dump").params == p.params
