@@ -63,7 +63,7 @@ def strip_margin(brush_radius: float) -> int:
     return (STRIP_ROWS - 2 * reach) // 2
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, eroded, deposited,
                  erodibility):
     """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
@@ -71,7 +71,7 @@ def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, erode
     path: no pits, no runaway at outlets). Returns what was actually removed (hard
     bedrock and the floor give less)."""
     rows, cols = height.shape
-    r2 = radius * radius
+    inv_r2 = 1.0 / (radius * radius)
     x0 = max(int(np.floor(xp - radius)) + 1, 0)
     x1 = min(int(np.floor(xp + radius)), cols - 1)
     y0 = max(int(np.floor(yp - radius)) + 1, 0)
@@ -79,14 +79,14 @@ def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, erode
     total = 0.0
     for y in range(y0, y1 + 1):
         for x in range(x0, x1 + 1):
-            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) / r2, 0.0)
+            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
     removed = 0.0
     if total <= 0.0:
         return removed
     scale = amount / total
     for y in range(y0, y1 + 1):
         for x in range(x0, x1 + 1):
-            wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) / r2, 0.0)
+            wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
             share = min(wgt * scale, max(height[y, x] - floor, 0.0))
             removed += take(y, x, share, height, bedrock, sediment, eroded, deposited,
                             erodibility)
@@ -109,23 +109,25 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
     st = rng[d]
     n = steps[d]
     result = -1
+    # corner heights of the current cell; like the article, they are carried over
+    # from the previous step's look-ahead (sampled before that step's erosion)
+    xi = int(np.floor(xp))
+    yi = int(np.floor(yp))
+    h00 = height[yi, xi]
+    h10 = height[yi, xi + 1]
+    h01 = height[yi + 1, xi]
+    h11 = height[yi + 1, xi + 1]
+    fx = xp - xi
+    fy = yp - yi
+    h = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
     while True:
         if n >= max_steps:
             put_bilinear(xp, yp, s, height, bedrock, sediment, deposited)
             s = 0.0
             break
-        xi = int(np.floor(xp))
-        yi = int(np.floor(yp))
         if yi < lo or yi >= hi:
             result = yi
             break
-        fx = xp - xi
-        fy = yp - yi
-        h00 = height[yi, xi]
-        h10 = height[yi, xi + 1]
-        h01 = height[yi + 1, xi]
-        h11 = height[yi + 1, xi + 1]
-        h = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
         gx = h00 + h01 - h10 - h11
         gy = h00 + h10 - h01 - h11
         dx = (dx - gx) * Ki + gx
@@ -144,12 +146,15 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
         if nxp < 0.0 or nyp < 0.0 or nxp >= cols - 1 or nyp >= rows - 1:
             result = -2  # off the grid: the carried sediment leaves with it
             break
-        nxi = int(np.floor(nxp))
-        nyi = int(np.floor(nyp))
+        nxi = int(nxp)  # truncation = floor: positions are >= 0 here
+        nyi = int(nyp)
         nfx = nxp - nxi
         nfy = nyp - nyi
-        nh = ((height[nyi, nxi] * (1 - nfx) + height[nyi, nxi + 1] * nfx) * (1 - nfy)
-              + (height[nyi + 1, nxi] * (1 - nfx) + height[nyi + 1, nxi + 1] * nfx) * nfy)
+        n00 = height[nyi, nxi]
+        n10 = height[nyi, nxi + 1]
+        n01 = height[nyi + 1, nxi]
+        n11 = height[nyi + 1, nxi + 1]
+        nh = (n00 * (1 - nfx) + n10 * nfx) * (1 - nfy) + (n01 * (1 - nfx) + n11 * nfx) * nfy
         if nh >= h:  # uphill: fill the pit, stop if that uses up the load
             ds = (nh - h) + 0.001
             if ds >= s:
@@ -177,8 +182,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
             s += got
         v = np.sqrt(v * v + Kg * dh)
         w *= 1.0 - Kw
-        xp = nxp
-        yp = nyp
+        xp, yp, xi, yi = nxp, nyp, nxi, nyi
+        h, h00, h10, h01, h11 = nh, n00, n10, n01, n11
         n += 1
     state[d, X], state[d, Y], state[d, DX], state[d, DY] = xp, yp, dx, dy
     state[d, V], state[d, W], state[d, S] = v, w, s
