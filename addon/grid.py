@@ -1,0 +1,222 @@
+"""Grid meshes: detect a regular lattice in any vertex order, read and write heights
+and layers through the attribute API (foreach_get/foreach_set, no per-vertex loops).
+
+Everything works in the object's local space: the object's transform never matters.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import bpy
+import numpy as np
+
+#: Our attributes. Color layers (FLOAT_COLOR, point domain, value as gray 0..1) and
+#: float layers with the exact state, in local units. Nothing else is ever touched.
+COLOR_LAYERS = {
+    "sediment": "te_sediment",
+    "stream": "te_streams",
+    "pool": "te_pools",
+    "vegetation": "te_trees",
+    "wind": "te_wind",
+}
+FLOAT_LAYERS = {
+    "bedrock": "te_bedrock",
+    "sediment": "te_sediment_depth",
+    "pool": "te_pool_depth",
+    "stream": "te_stream",
+    "vegetation": "te_vegetation",
+    "wind": "te_wind_contact",
+    "eroded": "te_eroded",
+    "deposited": "te_deposited",
+}
+#: Heights before the first run, kept until the user applies or resets.
+ORIGINAL_Z = "te_original_z"
+OUR_ATTRIBUTES = set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIGINAL_Z}
+
+MAX_VERTICES = 4096 * 4096
+
+
+class GridError(ValueError):
+    """The object is not a usable grid mesh; the message says what to do."""
+
+
+@dataclasses.dataclass
+class Grid:
+    """A detected lattice: ``z[order].reshape(rows, cols)`` is the raster (row = local Y,
+    column = local X), ``cell_x``/``cell_y`` the local spacing."""
+
+    rows: int
+    cols: int
+    order: np.ndarray
+    cell_x: float
+    cell_y: float
+
+    @property
+    def cell_size(self) -> float:
+        """Spacing used by the simulation (geometric mean when cells are not square)."""
+        return float(np.sqrt(self.cell_x * self.cell_y))
+
+    @property
+    def square(self) -> bool:
+        return abs(self.cell_x / self.cell_y - 1.0) < 0.01
+
+
+def object_problem(obj: bpy.types.Object | None) -> str | None:
+    """Why ``obj`` cannot be eroded (a sentence saying what to do), or None."""
+    if obj is None:
+        return "Select a grid mesh object (Add > Mesh > Grid) to erode"
+    if obj.type != 'MESH':
+        return f"'{obj.name}' is a {obj.type.lower()}, not a mesh: select a grid mesh"
+    if obj.library is not None or obj.data.library is not None:
+        return f"'{obj.name}' is linked from a library: make it local (Object > Relations)"
+    if obj.override_library is not None:
+        return f"'{obj.name}' is a library override: make it fully local first"
+    if obj.mode != 'OBJECT':
+        return f"'{obj.name}' is in {obj.mode.replace('_', ' ').title()} mode: press Tab " \
+               "to go back to Object Mode"
+    me = obj.data
+    if me.shape_keys is not None:
+        return f"'{obj.name}' has shape keys: apply or remove them before eroding"
+    if len(me.vertices) == 0:
+        return f"'{obj.name}' has no vertices: add a grid (Add > Mesh > Grid)"
+    if len(me.vertices) > MAX_VERTICES:
+        return (f"'{obj.name}' has {len(me.vertices):,} vertices; the limit is "
+                f"{MAX_VERTICES:,} (4096x4096): use a coarser grid")
+    return None
+
+
+def read_positions(me: bpy.types.Mesh) -> np.ndarray:
+    """Local vertex positions, (n, 3) float32."""
+    co = np.empty(len(me.vertices) * 3, np.float32)
+    me.attributes["position"].data.foreach_get("vector", co)
+    return co.reshape(-1, 3)
+
+
+def detect_grid(me: bpy.types.Mesh, positions: np.ndarray | None = None) -> Grid:
+    """Find the rectangular lattice of ``me`` in local XY or raise GridError."""
+    nv = len(me.vertices)
+    if nv < 9:
+        raise GridError(f"the mesh has {nv} vertices; a terrain grid needs at least 3x3")
+    co = read_positions(me) if positions is None else positions
+    xy = co[:, :2].astype(np.float64)
+    lo, hi = xy.min(0), xy.max(0)
+    ext = hi - lo
+    if np.any(ext <= 0):
+        raise GridError("all vertices lie on a line in local XY: a grid must be flat in "
+                        "XY with heights in Z")
+    q = np.round((xy - lo) / ext * 1e6).astype(np.int64)
+    ux, uy = np.unique(q[:, 0]), np.unique(q[:, 1])
+    nx, ny = len(ux), len(uy)
+    if nx * ny != nv:
+        hint = ("if it was rotated or sheared in Edit Mode, undo that or apply the rotation "
+                "so rows run along local X and Y" if nx * ny > 2 * nv else
+                "it may have missing, extra or loose vertices")
+        raise GridError(f"the {nv} vertices do not form a rectangular grid in local XY "
+                        f"({nx} distinct X by {ny} distinct Y positions): {hint}")
+    for name, u, n in (("X", ux, nx), ("Y", uy, ny)):
+        d = np.diff(u.astype(np.float64))
+        if n < 3 or not np.allclose(d, d.mean(), rtol=1e-3, atol=2):
+            raise GridError(f"the grid spacing along local {name} is not uniform "
+                            f"({n} columns): erosion needs evenly spaced vertices")
+    ix = np.rint((xy[:, 0] - lo[0]) / ext[0] * (nx - 1)).astype(np.int64)
+    iy = np.rint((xy[:, 1] - lo[1]) / ext[1] * (ny - 1)).astype(np.int64)
+    flat = iy * nx + ix
+    if np.bincount(flat, minlength=nv).max() != 1:
+        raise GridError("two vertices share one grid position: merge doubles "
+                        "(Mesh > Clean Up > Merge by Distance)")
+    if len(me.polygons) != (nx - 1) * (ny - 1):
+        raise GridError(f"expected {(nx - 1) * (ny - 1)} quad faces for a {nx}x{ny} grid, "
+                        f"found {len(me.polygons)}: the mesh has extra or missing faces")
+    sizes = np.empty(len(me.polygons), np.int32)
+    me.polygons.foreach_get("loop_total", sizes)
+    if np.any(sizes != 4):
+        raise GridError("the grid has non-quad faces (triangulated?): use a quad grid")
+    order = np.empty(nv, np.int64)
+    order[flat] = np.arange(nv)
+    return Grid(ny, nx, order, ext[0] / (nx - 1), ext[1] / (ny - 1))
+
+
+def read_float_layer(me: bpy.types.Mesh, name: str, grid: Grid) -> np.ndarray | None:
+    """A point FLOAT attribute as a raster, or None if absent or of another kind."""
+    attr = me.attributes.get(name)
+    if attr is None or attr.data_type != 'FLOAT' or attr.domain != 'POINT':
+        return None
+    values = np.empty(len(me.vertices), np.float32)
+    attr.data.foreach_get("value", values)
+    return values[grid.order].reshape(grid.rows, grid.cols).astype(np.float64)
+
+
+def _ensure(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribute:
+    attr = me.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
+        me.attributes.remove(attr)
+        attr = None
+    if attr is None:
+        if data_type == 'FLOAT_COLOR':
+            attr = me.color_attributes.new(name, 'FLOAT_COLOR', 'POINT')
+        else:
+            attr = me.attributes.new(name, data_type, 'POINT')
+    return attr
+
+
+def _to_vertices(grid: Grid, raster: np.ndarray) -> np.ndarray:
+    out = np.empty(grid.rows * grid.cols, np.float32)
+    out[grid.order] = raster.ravel()
+    return out
+
+
+def write_float_layer(me: bpy.types.Mesh, name: str, grid: Grid, raster: np.ndarray) -> None:
+    _ensure(me, name, 'FLOAT').data.foreach_set("value", _to_vertices(grid, raster))
+
+
+def write_color_layer(me: bpy.types.Mesh, name: str, grid: Grid, gray: np.ndarray) -> None:
+    """Gray 0..1 raster into a FLOAT_COLOR point layer (alpha 1)."""
+    rgba = np.ones((grid.rows * grid.cols, 4), np.float32)
+    rgba[:, :3] = _to_vertices(grid, gray)[:, None]
+    _ensure(me, name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
+
+
+def write_heights(me: bpy.types.Mesh, grid: Grid, positions: np.ndarray,
+                  z: np.ndarray) -> None:
+    """Set local Z of every vertex from a raster; X, Y and topology stay as they are."""
+    positions[:, 2] = _to_vertices(grid, z)
+    me.attributes["position"].data.foreach_set("vector", np.ascontiguousarray(positions).ravel())
+
+
+@dataclasses.dataclass
+class MeshSnapshot:
+    """Exact copy of positions and our attributes, to restore after a cancelled run."""
+
+    positions: np.ndarray
+    attributes: dict[str, tuple[str, np.ndarray]]
+
+    @classmethod
+    def take(cls, me: bpy.types.Mesh) -> MeshSnapshot:
+        saved = {}
+        for attr in me.attributes:
+            if attr.name in OUR_ATTRIBUTES:
+                key = "color" if attr.data_type == 'FLOAT_COLOR' else "value"
+                width = 4 if key == "color" else 1
+                data = np.empty(len(attr.data) * width, np.float32)
+                attr.data.foreach_get(key, data)
+                saved[attr.name] = (attr.data_type, data)
+        return cls(read_positions(me).copy(), saved)
+
+    def restore(self, me: bpy.types.Mesh) -> None:
+        me.attributes["position"].data.foreach_set("vector", self.positions.ravel())
+        for name in [a.name for a in me.attributes if a.name in OUR_ATTRIBUTES]:
+            if name not in self.attributes:
+                me.attributes.remove(me.attributes[name])
+        for name, (data_type, data) in self.attributes.items():
+            attr = _ensure(me, name, data_type)
+            attr.data.foreach_set("color" if data_type == 'FLOAT_COLOR' else "value", data)
+        me.update()
+
+
+def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:
+    """Remove our attributes (all, or all but the original heights)."""
+    for name in [a.name for a in me.attributes if a.name in OUR_ATTRIBUTES]:
+        if keep_original and name == ORIGINAL_Z:
+            continue
+        me.attributes.remove(me.attributes[name])

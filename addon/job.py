@@ -1,0 +1,170 @@
+"""One erosion run on one object, as plain code the operators (and tests) drive:
+start -> tick(budget)... -> finish() or cancel(). No events, no timers here."""
+
+from __future__ import annotations
+
+import time
+
+import bpy
+import numpy as np
+
+from . import grid as gridio
+from .simcore import __version__ as simcore_version
+from .simcore.layers import gray
+from .simcore.simulation import PROCESSES, Progress, Simulation
+from .simcore.terrain import Terrain, TerrainError
+
+
+class JobEnded(Exception):
+    """The run cannot go on (object deleted, mode changed, mesh edited); the message
+    says what happened."""
+
+
+def _produced(processes) -> list[str]:
+    names: list[str] = []
+    for name in processes:
+        for out in PROCESSES[name].outputs:
+            if out not in names:
+                names.append(out)
+    return names
+
+
+class ErosionJob:
+    """Reads the grid and its stored state, runs the simulation, writes back."""
+
+    def __init__(self, obj: bpy.types.Object, particles: int | None = None) -> None:
+        problem = gridio.object_problem(obj)
+        if problem:
+            raise gridio.GridError(problem)
+        settings = obj.terrain_erosion
+        me = obj.data
+        self.positions = gridio.read_positions(me)
+        self.grid = gridio.detect_grid(me, self.positions)
+        self.obj_name = obj.name
+        self.mesh_name = me.name
+        self.vertex_count = len(me.vertices)
+        self.settings_seed = settings.seed
+        self.live_update = settings.live_update
+        self.write_colors = settings.write_colors
+        params = settings.enabled_params()
+        self.outputs = _produced(params)
+        g = self.grid
+        z = self.positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
+        if not np.isfinite(z).all():
+            raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
+                               "(e.g. Mesh > Clean Up) before eroding")
+        self.snapshot = gridio.MeshSnapshot.take(me)
+        self.original_missing = me.attributes.get(gridio.ORIGINAL_Z) is None
+        terrain, resumed = self._read_state(me, z)
+        rounds = settings.rounds_done if resumed and settings.state_seed == settings.seed else 0
+        work = settings.particles if particles is None else particles
+        self.sim = Simulation(terrain, params, seed=settings.seed, particles=work,
+                              rounds_done=rounds)
+        self.started = time.perf_counter()
+        self.last_write = self.started
+
+    # -- state ---------------------------------------------------------------------
+    def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
+        """Terrain from the stored float layers when they still match the mesh (a saved
+        .blend resumes); otherwise fresh from the heights."""
+        g, cell = self.grid, self.grid.cell_size
+        layers = {name: gridio.read_float_layer(me, attr, g)
+                  for name, attr in gridio.FLOAT_LAYERS.items()}
+        bedrock, sediment = layers["bedrock"], layers["sediment"]
+        resumed = (bedrock is not None and sediment is not None
+                   and np.allclose(bedrock + sediment, z, rtol=0,
+                                   atol=1e-4 * max(1.0, float(np.abs(z).max()))))
+        if not resumed:
+            return Terrain.from_heights(z, cell), False
+        arrays = {}
+        for name, values in layers.items():
+            if values is None or name in ("bedrock", "sediment"):
+                continue
+            depth_like = name in ("pool", "eroded", "deposited")
+            arrays[name] = np.maximum(values / cell if depth_like else np.clip(values, 0, 1),
+                                      0.0)
+        sediment = np.maximum(sediment, 0.0)
+        terrain = Terrain.from_heights(z - sediment, cell, sediment=sediment / cell, **arrays)
+        return terrain, True
+
+    def object(self) -> bpy.types.Object:
+        """The object again, by name (references die on undo and file loads)."""
+        obj = bpy.data.objects.get(self.obj_name)
+        if obj is None or obj.type != 'MESH':
+            raise JobEnded(f"'{self.obj_name}' was deleted or renamed; the run stopped")
+        if obj.mode != 'OBJECT':
+            raise JobEnded(f"'{self.obj_name}' left Object Mode; the run stopped")
+        if obj.data.name != self.mesh_name or len(obj.data.vertices) != self.vertex_count:
+            raise JobEnded(f"the mesh of '{self.obj_name}' changed; the run stopped")
+        return obj
+
+    # -- running -------------------------------------------------------------------
+    def tick(self, budget: float) -> Progress:
+        """Advance about ``budget`` seconds; write the mesh when due or done."""
+        obj = self.object()
+        progress = self.sim.advance(budget)
+        now = time.perf_counter()
+        if progress.done or now - self.last_write >= self.live_update:
+            self.write(obj)
+            self.last_write = now
+        return progress
+
+    def run(self, report=None, every: float = 1.0) -> Progress:
+        """Synchronous run to the end (scripts, background mode)."""
+        self.object()
+        progress = self.sim.run(report, report_every=every)
+        self.finish()
+        return progress
+
+    def write(self, obj: bpy.types.Object) -> None:
+        """Heights plus every layer the enabled processes produce, in local units."""
+        me, g, t = obj.data, self.grid, self.sim.terrain
+        cell = g.cell_size
+        if self.original_missing:
+            gridio.write_float_layer(me, gridio.ORIGINAL_Z, g,
+                                     self.snapshot.positions[:, 2][g.order].reshape(
+                                         g.rows, g.cols))
+            self.original_missing = False
+        gridio.write_heights(me, g, self.positions, t.height() * cell)
+        for name in self.outputs:
+            values = getattr(t, name)
+            depth_like = name in ("bedrock", "sediment", "pool", "eroded", "deposited")
+            gridio.write_float_layer(me, gridio.FLOAT_LAYERS[name], g,
+                                     values * cell if depth_like else values)
+            if self.write_colors and name in gridio.COLOR_LAYERS:
+                gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, gray(name, values))
+        me.update()
+
+    def finish(self) -> None:
+        """Keep the result: final write and the bookkeeping that lets a run resume."""
+        obj = self.object()
+        self.write(obj)
+        s = obj.terrain_erosion
+        s.rounds_done = self.sim.rounds_done
+        s.state_seed = self.sim.seed
+        meta = self.sim.metadata()
+        s.provenance = (f"preset {s.preset}, seed {meta['seed']}, {meta['rounds_done']} "
+                        f"rounds x {meta['particles_per_round']} particles, "
+                        f"simcore {simcore_version}")
+        obj["terrain_erosion_provenance"] = s.provenance
+
+    def cancel(self) -> None:
+        """Put the mesh back exactly as it was before the run (if it still exists)."""
+        obj = bpy.data.objects.get(self.obj_name)
+        if obj is not None and obj.type == 'MESH' and len(obj.data.vertices) == self.vertex_count:
+            self.snapshot.restore(obj.data)
+
+
+def reset_to_original(obj: bpy.types.Object) -> bool:
+    """Heights back to the stored original, our layers removed. False if none stored."""
+    me = obj.data
+    g = gridio.detect_grid(me)
+    original = gridio.read_float_layer(me, gridio.ORIGINAL_Z, g)
+    if original is None:
+        return False
+    gridio.write_heights(me, g, gridio.read_positions(me), original)
+    gridio.remove_layers(me)
+    me.update()
+    obj.terrain_erosion.rounds_done = 0
+    obj.terrain_erosion.state_seed = -1
+    return True

@@ -1,0 +1,151 @@
+"""The Erosion tab in the 3D View sidebar (N-panel)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import bpy
+
+from . import grid as gridio
+from .simcore.simulation import PROCESSES
+
+_status_cache: dict[tuple, str] = {}
+
+
+def grid_status(obj) -> tuple[bool, str]:
+    """(usable, text) for the panel; grid detection is cached per mesh state."""
+    problem = gridio.object_problem(obj)
+    if problem:
+        return False, problem
+    me = obj.data
+    key = (me.as_pointer(), len(me.vertices), len(me.polygons), me.is_editmode)
+    if key not in _status_cache:
+        try:
+            g = gridio.detect_grid(me)
+            text = (f"{g.cols} x {g.rows} grid, cell {g.cell_x:.4g}"
+                    + ("" if g.square else f" x {g.cell_y:.4g} (not square: simulated "
+                       f"with {g.cell_size:.4g})") + f", {len(me.vertices):,} vertices")
+        except gridio.GridError as exc:
+            text = "!" + str(exc)
+        if len(_status_cache) > 64:
+            _status_cache.clear()
+        _status_cache[key] = text
+    text = _status_cache[key]
+    return (False, text[1:]) if text.startswith("!") else (True, text)
+
+
+def _wrap(layout, text: str, icon: str = 'NONE', width: int = 42) -> None:
+    col = layout.column(align=True)
+    words, line = text.split(), ""
+    first = True
+    for word in words:
+        if len(line) + len(word) + 1 > width and line:
+            col.label(text=line, icon=icon if first else 'BLANK1')
+            first, line = False, word
+        else:
+            line = f"{line} {word}".strip()
+    if line:
+        col.label(text=line, icon=icon if first else 'BLANK1')
+
+
+class TERRAIN_PT_main(bpy.types.Panel):
+    """Terrain Erosion: status, presets, run controls"""
+
+    bl_idname = "TERRAIN_PT_main"
+    bl_label = "Terrain Erosion"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Erosion"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        ok, text = grid_status(obj)
+        _wrap(layout.box(), text, icon='CHECKMARK' if ok else 'ERROR')
+        if obj is None or obj.type != 'MESH':
+            return
+        s = obj.terrain_erosion
+        rt = context.window_manager.terrain_erosion
+        row = layout.row(align=True)
+        row.menu("TERRAIN_MT_presets", text=s.preset or "Presets", icon='PRESET')
+        row.operator("terrain.preset_save", text="", icon='ADD')
+        col = layout.column(align=True)
+        col.prop(s, "seed")
+        col.prop(s, "particles")
+        if rt.running:
+            layout.progress(factor=rt.progress, type='BAR', text=rt.status)
+            row = layout.row(align=True)
+            row.operator("terrain.stop", icon='PAUSE')
+            layout.label(text="Esc cancels and restores the mesh", icon='INFO')
+        else:
+            row = layout.row(align=True)
+            row.scale_y = 1.4
+            row.operator("terrain.erode", icon='PLAY')
+            row.operator("terrain.step", icon='FRAME_NEXT')
+            row = layout.row(align=True)
+            row.operator("terrain.reset", icon='LOOP_BACK')
+            row.operator("terrain.apply", icon='CHECKMARK')
+            if rt.status:
+                layout.label(text=rt.status)
+        if s.provenance:
+            _wrap(layout, f"Last run: {s.provenance}", icon='TIME')
+
+
+class TERRAIN_PT_output(bpy.types.Panel):
+    bl_idname = "TERRAIN_PT_output"
+    bl_label = "Output"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Erosion"
+    bl_parent_id = "TERRAIN_PT_main"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None and context.active_object.type == 'MESH'
+
+    def draw(self, context):
+        s = context.active_object.terrain_erosion
+        col = self.layout.column()
+        col.prop(s, "write_colors")
+        col.prop(s, "live_update")
+        col.label(text="Layers: te_sediment, te_streams, te_pools, te_trees")
+
+
+def _process_panel(name: str) -> type[bpy.types.Panel]:
+    proc = PROCESSES[name]
+    fields = [f.name for f in dataclasses.fields(proc.params_type)]
+
+    def draw_header(self, context):
+        self.layout.prop(getattr(context.active_object.terrain_erosion, name), "enabled",
+                         text="")
+
+    def draw(self, context):
+        group = getattr(context.active_object.terrain_erosion, name)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = group.enabled
+        col = layout.column(align=True)
+        for field in fields:
+            col.prop(group, field)
+
+    return type(f"TERRAIN_PT_{name}", (bpy.types.Panel,), {
+        "bl_idname": f"TERRAIN_PT_{name}", "bl_label": proc.label,
+        "bl_space_type": 'VIEW_3D', "bl_region_type": 'UI', "bl_category": "Erosion",
+        "bl_parent_id": "TERRAIN_PT_main", "bl_options": {'DEFAULT_CLOSED'},
+        "poll": classmethod(lambda cls, context: context.active_object is not None
+                            and context.active_object.type == 'MESH'),
+        "draw_header": draw_header, "draw": draw, "__doc__": proc.doc})
+
+
+classes = (TERRAIN_PT_main, *(_process_panel(n) for n in PROCESSES), TERRAIN_PT_output)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,162 @@
+"""Settings saved on each object. The process groups are generated from simcore's
+parameter dataclasses, so defaults, ranges and descriptions live in one place."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import bpy
+
+from .simcore.params import ParameterError, describe_range
+from .simcore.presets import SIMULATION_KEYS, Preset
+from .simcore.simulation import PROCESSES, process_params
+
+INT32_MAX = 2**31 - 1
+
+
+def _label(name: str) -> str:
+    return name if len(name) <= 2 else name.replace("_", " ").capitalize()
+
+
+def _property(f: dataclasses.Field):
+    md = f.metadata
+    unit = f" [{md['unit']}]" if md.get("unit") and md["unit"] != "-" else ""
+    desc = f"{md['doc'][:1].upper()}{md['doc'][1:]}{unit}. Allowed: {describe_range(f)}"
+    kw = {"name": _label(f.name), "description": desc, "default": f.default}
+    if isinstance(f.default, bool):
+        return bpy.props.BoolProperty(**kw)
+    lo, hi, soft = md.get("lo"), md.get("hi"), md.get("soft_hi")
+    if isinstance(f.default, int):
+        kw.update(min=int(lo if lo is not None else -INT32_MAX),
+                  max=int(min(hi if hi is not None else INT32_MAX, INT32_MAX)))
+        if soft is not None:
+            kw["soft_max"] = int(soft)
+        return bpy.props.IntProperty(**kw)
+    kw.update(min=float(lo if lo is not None else -1e30), max=float(hi if hi is not None
+                                                                  else 1e30), precision=4)
+    if soft is not None:
+        kw["soft_max"] = float(soft)
+    return bpy.props.FloatProperty(**kw)
+
+
+def _process_group(name: str) -> type[bpy.types.PropertyGroup]:
+    proc = PROCESSES[name]
+    annotations = {"enabled": bpy.props.BoolProperty(
+        name="Enabled", default=(name == "droplets"),
+        description=f"Run {proc.label.lower()}: {proc.doc}")}
+    for f in dataclasses.fields(proc.params_type):
+        annotations[f.name] = _property(f)
+
+    def to_params(self):
+        values = {f.name: getattr(self, f.name)
+                  for f in dataclasses.fields(proc.params_type)}
+        return process_params(name, values, f"{proc.label} settings")
+
+    def set_params(self, params) -> None:
+        for f in dataclasses.fields(proc.params_type):
+            setattr(self, f.name, getattr(params, f.name))
+
+    return type(f"TERRAIN_PG_{name}", (bpy.types.PropertyGroup,),
+                {"__annotations__": annotations, "to_params": to_params,
+                 "set_params": set_params, "__doc__": proc.doc})
+
+
+PROCESS_GROUPS = {name: _process_group(name) for name in PROCESSES}
+
+
+def _settings_annotations() -> dict:
+    ann = {name: bpy.props.PointerProperty(type=group) for name, group in PROCESS_GROUPS.items()}
+    seed_default, seed_lo, _, _ = SIMULATION_KEYS["seed"]
+    part_default, part_lo, _, _ = SIMULATION_KEYS["particles"]
+    ann.update({
+        "seed": bpy.props.IntProperty(
+            name="Seed", default=seed_default, min=seed_lo, max=INT32_MAX,
+            description="Random seed: the same seed, settings and amount of work give the "
+                        "same terrain"),
+        "particles": bpy.props.IntProperty(
+            name="Particles", default=part_default, min=max(part_lo, 1), max=INT32_MAX,
+            soft_max=5_000_000,
+            description="Amount of work per run: particles of all enabled processes "
+                        "(rounded up to whole batches)"),
+        "preset": bpy.props.StringProperty(
+            name="Preset", default="default",
+            description="Preset the settings were last loaded from"),
+        "write_colors": bpy.props.BoolProperty(
+            name="Color Layers", default=True,
+            description="Write te_* color attributes (gray 0..1) for sediment, streams, "
+                        "pools and trees"),
+        "live_update": bpy.props.FloatProperty(
+            name="Viewport Update", default=0.2, min=0.02, max=5.0, subtype='TIME_ABSOLUTE',
+            unit='TIME_ABSOLUTE',
+            description="Seconds between mesh updates while a run is live"),
+        "rounds_done": bpy.props.IntProperty(
+            name="Rounds Done", default=0, min=0,
+            description="Batches already run on this terrain with this seed (lets a run "
+                        "continue where the last one stopped)"),
+        "state_seed": bpy.props.IntProperty(
+            name="State Seed", default=-1, min=-1,
+            description="Seed of the run that produced the stored state"),
+        "provenance": bpy.props.StringProperty(
+            name="Provenance", default="",
+            description="Preset, seed, work and simcore version of the last run"),
+    })
+    return ann
+
+
+class TERRAIN_PG_settings(bpy.types.PropertyGroup):
+    """Terrain Erosion settings of one object (saved with the .blend)."""
+
+    __annotations__ = _settings_annotations()
+
+    def enabled_params(self) -> dict:
+        out = {}
+        for name in PROCESSES:
+            group = getattr(self, name)
+            if group.enabled:
+                out[name] = group.to_params()
+        if not out:
+            raise ParameterError("No process is enabled: tick at least one process panel "
+                                 "header (e.g. Droplet erosion)")
+        return out
+
+    def apply_preset(self, preset: Preset) -> None:
+        self.seed = min(preset.seed, INT32_MAX)
+        self.particles = min(max(preset.particles, 1), INT32_MAX)
+        self.preset = preset.name
+        for name in PROCESSES:
+            group = getattr(self, name)
+            group.enabled = bool(preset.enabled.get(name, False))
+            group.set_params(preset.params.get(name) or process_params(name))
+
+    def to_preset(self, name: str, description: str = "") -> Preset:
+        params = {n: getattr(self, n).to_params() for n in PROCESSES}
+        enabled = {n: bool(getattr(self, n).enabled) for n in PROCESSES}
+        return Preset(name=name, description=description, seed=self.seed,
+                      particles=self.particles, params=params, enabled=enabled)
+
+
+class TERRAIN_PG_runtime(bpy.types.PropertyGroup):
+    """Run state shown in the UI (window manager: not saved, not undone)."""
+
+    running: bpy.props.BoolProperty(name="Running", default=False)
+    progress: bpy.props.FloatProperty(name="Progress", min=0.0, max=1.0, subtype='FACTOR')
+    status: bpy.props.StringProperty(name="Status", default="")
+    stop_requested: bpy.props.BoolProperty(name="Stop Requested", default=False)
+
+
+classes = (*PROCESS_GROUPS.values(), TERRAIN_PG_settings, TERRAIN_PG_runtime)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.terrain_erosion = bpy.props.PointerProperty(type=TERRAIN_PG_settings)
+    bpy.types.WindowManager.terrain_erosion = bpy.props.PointerProperty(
+        type=TERRAIN_PG_runtime)
+
+
+def unregister() -> None:
+    del bpy.types.WindowManager.terrain_erosion
+    del bpy.types.Object.terrain_erosion
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)
