@@ -20,7 +20,8 @@ TICK_BUDGET = 0.04  # seconds of simulation per timer tick: keeps the viewport r
 
 
 def _active_problem(context) -> str | None:
-    return gridio.object_problem(getattr(context, "active_object", None))
+    ok, text = gridio.grid_status(getattr(context, "active_object", None))
+    return None if ok else text
 
 
 def _runtime(context):

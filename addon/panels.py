@@ -6,32 +6,8 @@ import dataclasses
 
 import bpy
 
-from . import grid as gridio
+from .grid import grid_status
 from .simcore.simulation import PROCESSES
-
-_status_cache: dict[tuple, str] = {}
-
-
-def grid_status(obj) -> tuple[bool, str]:
-    """(usable, text) for the panel; grid detection is cached per mesh state."""
-    problem = gridio.object_problem(obj)
-    if problem:
-        return False, problem
-    me = obj.data
-    key = (me.as_pointer(), len(me.vertices), len(me.polygons), me.is_editmode)
-    if key not in _status_cache:
-        try:
-            g = gridio.detect_grid(me)
-            text = (f"{g.cols} x {g.rows} grid, cell {g.cell_x:.4g}"
-                    + ("" if g.square else f" x {g.cell_y:.4g} (not square: simulated "
-                       f"with {g.cell_size:.4g})") + f", {len(me.vertices):,} vertices")
-        except gridio.GridError as exc:
-            text = "!" + str(exc)
-        if len(_status_cache) > 64:
-            _status_cache.clear()
-        _status_cache[key] = text
-    text = _status_cache[key]
-    return (False, text[1:]) if text.startswith("!") else (True, text)
 
 
 def _wrap(layout, text: str, icon: str = 'NONE', width: int = 42) -> None:

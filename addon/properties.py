@@ -48,7 +48,10 @@ def _process_group(name: str) -> type[bpy.types.PropertyGroup]:
         annotations[f.name] = _property(f)
 
     def to_params(self):
-        values = {f.name: getattr(self, f.name)
+        # Blender stores floats in single precision: 0.001 comes back as 0.0010000000475.
+        # Seven significant digits give back the value the user (or preset) typed.
+        values = {f.name: (float(f"{getattr(self, f.name):.7g}")
+                           if isinstance(f.default, float) else getattr(self, f.name))
                   for f in dataclasses.fields(proc.params_type)}
         return process_params(name, values, f"{proc.label} settings")
 

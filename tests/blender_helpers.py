@@ -1,0 +1,74 @@
+"""Helpers for tests that run in real Blender (the bpy module)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+
+
+def staged_addon():
+    """Stage the extension package (addon + simcore + presets) and import it."""
+    sys.path.insert(0, str(ROOT))
+    from tools.stage import stage
+    pkg = stage()
+    if str(pkg.parent) not in sys.path:
+        sys.path.insert(0, str(pkg.parent))
+    import terrain_erosion
+    return terrain_erosion
+
+
+def positions(me) -> np.ndarray:
+    co = np.empty(len(me.vertices) * 3, np.float32)
+    me.attributes["position"].data.foreach_get("vector", co)
+    return co.reshape(-1, 3)
+
+
+def set_z(me, z) -> None:
+    co = positions(me)
+    co[:, 2] = z
+    me.attributes["position"].data.foreach_set("vector", co.ravel())
+    me.update()
+
+
+def add_grid(bpy, n=32, size=2.0, relief=0.4, seed=1, name=None):
+    """An Add > Mesh > Grid with fractal hills (row-major, x fastest)."""
+    from terrain_erosion.simcore.noise import fractal_terrain
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=n - 1, y_subdivisions=n - 1, size=size)
+    obj = bpy.context.active_object
+    if name:
+        obj.name = name
+    set_z(obj.data, fractal_terrain(n, seed=seed, relief=relief).ravel())
+    return obj
+
+
+def mesh_state(me) -> dict:
+    """Every attribute's raw data (for bit-identical comparisons)."""
+    out = {}
+    for attr in me.attributes:
+        if attr.data_type in ("FLOAT_COLOR", "BYTE_COLOR"):
+            key, width, dtype = "color", 4, np.float32
+        elif attr.data_type == "FLOAT_VECTOR":
+            key, width, dtype = "vector", 3, np.float32
+        elif attr.data_type == "FLOAT2":
+            key, width, dtype = "vector", 2, np.float32
+        elif attr.data_type == "FLOAT":
+            key, width, dtype = "value", 1, np.float32
+        elif attr.data_type in ("INT", "INT8"):
+            key, width, dtype = "value", 1, np.int32
+        elif attr.data_type == "BOOLEAN":
+            key, width, dtype = "value", 1, bool
+        else:
+            continue
+        data = np.empty(len(attr.data) * width, dtype)
+        attr.data.foreach_get(key, data)
+        out[attr.name] = data
+    return out
+
+
+def same_state(a: dict, b: dict) -> bool:
+    def equal(x, y):
+        return np.array_equal(x, y, equal_nan=x.dtype.kind == "f")
+    return a.keys() == b.keys() and all(equal(a[k], b[k]) for k in a)

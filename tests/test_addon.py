@@ -1,0 +1,328 @@
+"""The add-on in real Blender (bpy module): registration, grid I/O, runs, cancel,
+undo, save/reload."""
+
+from __future__ import annotations
+
+import types
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import add_grid, mesh_state, positions, same_state, set_z, staged_addon
+
+te = staged_addon()
+
+
+@pytest.fixture
+def blender():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    try:
+        yield bpy
+    finally:
+        te.unregister()
+
+
+def poll_message(op) -> str:
+    """The message a failed poll() set (raised as RuntimeError on call)."""
+    with pytest.raises(RuntimeError) as info:
+        op()
+    return str(info.value)
+
+
+def test_register_unregister_register_leaves_blender_as_found():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    before = set(dir(bpy.types))
+    te.register()
+    assert hasattr(bpy.types.Object, "terrain_erosion")
+    assert hasattr(bpy.types, "TERRAIN_OT_erode") and hasattr(bpy.types, "TERRAIN_PT_main")
+    te.unregister()
+    assert not hasattr(bpy.types.Object, "terrain_erosion")
+    assert not hasattr(bpy.types.WindowManager, "terrain_erosion")
+    assert set(dir(bpy.types)) == before
+    te.register()
+    te.unregister()
+    assert set(dir(bpy.types)) == before
+
+
+def test_operators_poll_false_with_a_reason(blender):
+    assert "Select a grid mesh" in poll_message(bpy.ops.terrain.erode)
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    sphere = bpy.context.active_object
+    before = mesh_state(sphere.data)
+    for op in (bpy.ops.terrain.erode, bpy.ops.terrain.step, bpy.ops.terrain.reset,
+               bpy.ops.terrain.apply):
+        assert not op.poll()
+        assert "do not form a rectangular grid" in poll_message(op)
+    assert same_state(before, mesh_state(sphere.data))
+    bpy.ops.object.camera_add()
+    assert "not a mesh" in poll_message(bpy.ops.terrain.erode)
+    assert "No erosion run" in poll_message(bpy.ops.terrain.stop)
+
+
+def test_grid_detection_in_any_vertex_order_and_transform(blender):
+    obj = add_grid(bpy, n=24)
+    g0 = te.grid.detect_grid(obj.data)
+    z0 = positions(obj.data)[:, 2][g0.order].reshape(g0.rows, g0.cols)
+    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.mesh.sort_elements(type='RANDOMIZE', elements={'VERT'}, seed=3)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    obj.location = (3, -2, 1)
+    obj.rotation_euler = (0.3, 0.2, 1.1)
+    obj.scale = (2, 2, 0.5)
+    g = te.grid.detect_grid(obj.data)
+    assert (g.rows, g.cols) == (24, 24)
+    assert not np.array_equal(g.order, g0.order), "vertices really were shuffled"
+    z = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols)
+    assert np.array_equal(z, z0), "the raster is the same whatever the vertex order"
+    assert g.cell_x == pytest.approx(2.0 / 23, rel=1e-5)
+
+
+def test_non_square_cells_are_detected(blender):
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=19, y_subdivisions=9, size=2)
+    me = bpy.context.active_object.data
+    co = positions(me)
+    co[:, 0] *= 3.0
+    me.attributes["position"].data.foreach_set("vector", co.ravel())
+    me.update()
+    g = te.grid.detect_grid(me)
+    assert (g.rows, g.cols) == (10, 20)
+    assert g.cell_x == pytest.approx(6 / 19, rel=1e-5) and g.cell_y == pytest.approx(2 / 9,
+                                                                                    rel=1e-5)
+    assert not g.square
+    assert bpy.ops.terrain.erode.poll()
+
+
+def _refused(obj, expected: str):
+    before = mesh_state(obj.data)
+    msg = poll_message(bpy.ops.terrain.erode)
+    assert expected in msg, msg
+    with pytest.raises(te.grid.GridError, match=expected):
+        te.job.ErosionJob(obj)
+    assert same_state(before, mesh_state(obj.data)), "a refused mesh is bit-identical"
+
+
+def test_refusals_leave_the_mesh_untouched(blender):
+    obj = add_grid(bpy, n=12)
+    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.mesh.select_all(action='SELECT')
+    bpy.ops.transform.rotate(value=0.4, orient_axis='Z')
+    bpy.ops.object.mode_set(mode='OBJECT')
+    _refused(obj, "rotated or sheared in Edit Mode")
+
+    obj = add_grid(bpy, n=12)
+    me = obj.data
+    me.vertices.add(1)  # a loose vertex
+    me.update()
+    _refused(obj, "do not form a rectangular grid")
+
+    obj = add_grid(bpy, n=12)
+    bpy.ops.object.mode_set(mode='EDIT')
+    assert "Edit mode" in poll_message(bpy.ops.terrain.erode)
+    bpy.ops.object.mode_set(mode='OBJECT')
+
+    me = bpy.data.meshes.new("empty")
+    empty = bpy.data.objects.new("Empty mesh", me)
+    bpy.context.collection.objects.link(empty)
+    bpy.context.view_layer.objects.active = empty
+    assert "has no vertices" in poll_message(bpy.ops.terrain.erode)
+
+    obj = add_grid(bpy, n=12)
+    co = positions(obj.data)
+    co[5, 2] = np.nan
+    obj.data.attributes["position"].data.foreach_set("vector", co.ravel())
+    before = mesh_state(obj.data)
+    with pytest.raises(RuntimeError, match="NaN/inf vertex heights"):
+        bpy.ops.terrain.erode()
+    assert same_state(before, mesh_state(obj.data))
+
+
+def test_run_writes_simcore_heights_and_documented_layers(blender):
+    obj = add_grid(bpy, n=40, size=4.0, relief=1.0)
+    obj.terrain_erosion.seed = 11
+    obj.terrain_erosion.particles = 4000
+    g = te.grid.detect_grid(obj.data)
+    z0 = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+
+    sim_mod = te.simcore.simulation
+    terrain = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
+    assert obj.terrain_erosion.enabled_params() == {
+        "droplets": te.simcore.hydraulic.DropletParams()}, "UI floats give the exact defaults"
+    sim_mod.Simulation(terrain, {"droplets": te.simcore.hydraulic.DropletParams()}, seed=11,
+                       particles=4000).run()
+    me = obj.data
+    z = positions(me)[:, 2][g.order].reshape(g.rows, g.cols)
+    expected = (terrain.height() * g.cell_size).astype(np.float32)
+    assert np.array_equal(z, expected)
+    state = mesh_state(me)
+    for name in ("te_sediment", "te_bedrock", "te_sediment_depth", "te_eroded",
+                 "te_deposited", "te_original_z"):
+        assert name in state, name
+    assert "te_streams" not in state and "te_pools" not in state, "not produced yet"
+    colors = state["te_sediment"].reshape(-1, 4)
+    assert colors.min() >= 0 and colors.max() <= 1 and colors[:, :3].max() > 0
+    assert np.allclose(colors[:, 0], colors[:, 1]) and np.all(colors[:, 3] == 1)
+    assert state["te_sediment_depth"].min() >= 0 and state["te_eroded"].max() > 0
+    assert np.allclose(state["te_bedrock"] + state["te_sediment_depth"], positions(me)[:, 2],
+                       atol=1e-5)
+    assert np.array_equal(state["te_original_z"], positions_of(z0, g))
+
+
+def positions_of(raster, g):
+    out = np.empty(g.rows * g.cols, np.float32)
+    out[g.order] = raster.ravel()
+    return out
+
+
+def test_cancel_restores_heights_and_layers_exactly(blender):
+    obj = add_grid(bpy, n=40)
+    obj.terrain_erosion.particles = 3000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}  # existing layers must come back too
+    before = mesh_state(obj.data)
+    obj.terrain_erosion.particles = 50000
+    job = te.job.ErosionJob(obj)
+    job.live_update = 0.0  # write the mesh on every tick
+    rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
+    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert not same_state(before, mesh_state(obj.data)), "the ticks wrote the mesh"
+    assert 0 < rt.progress < 1 and "particles" in rt.status
+    job.cancel()
+    assert same_state(before, mesh_state(obj.data))
+
+
+def test_stop_keeps_the_result_and_deleting_the_object_ends_cleanly(blender):
+    obj = add_grid(bpy, n=32)
+    obj.terrain_erosion.particles = 50000
+    job = te.job.ErosionJob(obj)
+    rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
+    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    rt.stop_requested = True
+    assert te.operators.tick(job, rt) == "stop"
+    job.finish()
+    assert obj.terrain_erosion.rounds_done == 1
+    job2 = te.job.ErosionJob(obj)
+    bpy.data.objects.remove(obj)
+    assert te.operators.tick(job2, rt := types.SimpleNamespace(
+        stop_requested=False, progress=0.0, status=""), budget=0.0) == "ended"
+    assert "deleted" in rt.status
+    job2.cancel()  # nothing to restore, and no error
+
+
+def test_undo_after_a_run_restores_the_original(blender):
+    obj = add_grid(bpy, n=32)
+    obj.terrain_erosion.particles = 3000
+    original = mesh_state(obj.data)
+    bpy.ops.ed.undo_push(message="before erosion")
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    eroded = mesh_state(bpy.data.objects[obj.name].data)
+    assert not same_state(original, eroded)
+    # in the GUI Blender pushes this step itself when a 'UNDO' operator finishes
+    bpy.ops.ed.undo_push(message="Erode")
+    bpy.ops.ed.undo()
+    assert same_state(original, mesh_state(bpy.data.objects["Grid"].data))
+    bpy.ops.ed.redo()
+    assert same_state(eroded, mesh_state(bpy.data.objects["Grid"].data))
+
+
+def test_reset_and_apply(blender):
+    obj = add_grid(bpy, n=24)
+    obj.terrain_erosion.particles = 2000
+    original = positions(obj.data).copy()
+    bpy.ops.terrain.erode()
+    assert bpy.ops.terrain.reset() == {'FINISHED'}
+    assert np.array_equal(positions(obj.data), original)
+    assert not [a for a in obj.data.attributes if a.name.startswith("te_")]
+    assert obj.terrain_erosion.rounds_done == 0
+    bpy.ops.terrain.erode()
+    assert bpy.ops.terrain.apply() == {'FINISHED'}
+    assert "te_original_z" not in obj.data.attributes
+    assert bpy.ops.terrain.reset() == {'CANCELLED'}
+
+
+def test_save_reload_keeps_settings_and_state_and_runs_on(blender, tmp_path):
+    obj = add_grid(bpy, n=32, name="Hills")
+    s = obj.terrain_erosion
+    s.seed, s.particles = 5, 3000
+    s.droplets.Kq = 14.0
+    bpy.ops.terrain.erode()
+    sediment = mesh_state(obj.data)["te_sediment_depth"]
+    rounds = s.rounds_done
+    path = str(tmp_path / "terrain.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Hills"]
+    s = obj.terrain_erosion
+    assert (s.seed, s.particles, s.droplets.Kq, s.rounds_done) == (5, 3000, 14.0, rounds)
+    assert np.array_equal(mesh_state(obj.data)["te_sediment_depth"], sediment)
+    job = te.job.ErosionJob(obj)
+    assert job.sim.rounds_done == rounds, "the next run continues the random sequence"
+    assert np.allclose(job.sim.terrain.sediment * job.grid.cell_size,
+                       sediment[job.grid.order].reshape(job.grid.rows, job.grid.cols),
+                       atol=1e-6), "and starts from the stored sediment"
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    assert s.rounds_done == 2 * rounds
+
+
+def test_vertex_groups_uvs_materials_and_modifiers_survive(blender):
+    obj = add_grid(bpy, n=24)
+    vg = obj.vertex_groups.new(name="mask")
+    vg.add(list(range(0, 200)), 0.7, 'REPLACE')
+    mat = bpy.data.materials.new("Ground")
+    obj.data.materials.append(mat)
+    obj.modifiers.new("Sub", 'SUBSURF')
+    me = obj.data
+    me.attributes.new("my_layer", 'FLOAT', 'POINT').data.foreach_set(
+        "value", np.arange(len(me.vertices), dtype=np.float32))
+    uv_before = mesh_state(me)["UVMap"]
+    obj.terrain_erosion.particles = 2000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    after = mesh_state(me)
+    assert np.array_equal(after["UVMap"], uv_before)
+    assert np.array_equal(after["my_layer"], np.arange(len(me.vertices), dtype=np.float32))
+    assert [g.name for g in obj.vertex_groups] == ["mask"]
+    assert me.vertices[10].groups[0].weight == pytest.approx(0.7)
+    assert me.materials[0] == mat and obj.modifiers[0].name == "Sub"
+
+
+def test_presets_apply_save_and_delete(blender, tmp_path, monkeypatch):
+    monkeypatch.setenv("TERRAIN_EROSION_USER_DIR", str(tmp_path))
+    obj = add_grid(bpy, n=12)
+    presets = {label: path for label, path, _ in te.presets_ui.all_presets()}
+    assert "Quick preview" in presets
+    bpy.ops.terrain.preset_apply(filepath=str(presets["Quick preview"]))
+    s = obj.terrain_erosion
+    assert s.snowball.enabled and not s.droplets.enabled and s.preset == "Quick preview"
+    s.snowball.friction = 0.5
+    bpy.ops.terrain.preset_save(name="My Sandbox!")
+    saved = tmp_path / "presets" / "my_sandbox.toml"
+    assert saved.exists()
+    s.snowball.friction = 0.9
+    bpy.ops.terrain.preset_apply(filepath=str(saved))
+    assert s.snowball.friction == pytest.approx(0.5)
+    bpy.ops.terrain.preset_delete(filepath=str(saved))
+    assert not saved.exists()
+    with pytest.raises(RuntimeError, match="Only user presets can be deleted"):
+        bpy.ops.terrain.preset_delete(filepath=str(presets["Default"]))
+    assert presets["Default"].exists()
+
+
+def test_bad_settings_give_a_clear_message(blender):
+    obj = add_grid(bpy, n=12)
+    obj.terrain_erosion.droplets.enabled = False
+    before = mesh_state(obj.data)
+    with pytest.raises(RuntimeError, match="No process is enabled"):
+        bpy.ops.terrain.erode()
+    obj.terrain_erosion.droplets.enabled = True
+    obj.terrain_erosion.droplets.Kq = 1e9  # beyond the slider: Blender clamps to the range
+    assert obj.terrain_erosion.droplets.Kq == 1000.0
+    assert same_state(before, mesh_state(obj.data))
+
+
+def test_set_z_helper_roundtrip(blender):
+    obj = add_grid(bpy, n=8)
+    set_z(obj.data, np.arange(64, dtype=np.float32))
+    assert np.array_equal(positions(obj.data)[:, 2], np.arange(64, dtype=np.float32))
