@@ -11,6 +11,8 @@ import dataclasses
 import bpy
 import numpy as np
 
+from .simcore.layers import gray_to_rgba, to_vertices
+
 #: Our attributes. Color layers (FLOAT_COLOR, point domain, value as gray 0..1) and
 #: float layers with the exact state, in local units. Nothing else is ever touched.
 COLOR_LAYERS = {
@@ -51,6 +53,13 @@ class Grid:
     order: np.ndarray
     cell_x: float
     cell_y: float
+
+    @property
+    def identity(self) -> bool:
+        """True when vertex i is raster cell i (row-major, x fastest)."""
+        if not hasattr(self, "_identity"):
+            self._identity = bool(np.array_equal(self.order, np.arange(self.order.size)))
+        return self._identity
 
     @property
     def cell_size(self) -> float:
@@ -160,28 +169,35 @@ def _ensure(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribut
     return attr
 
 
-def _to_vertices(grid: Grid, raster: np.ndarray) -> np.ndarray:
-    out = np.empty(grid.rows * grid.cols, np.float32)
-    out[grid.order] = raster.ravel()
-    return out
+def _to_vertices(grid: Grid, raster: np.ndarray, scale: float = 1.0,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """Raster -> per-vertex float32 (times ``scale``)."""
+    if out is None:
+        out = np.empty(grid.rows * grid.cols, np.float32)
+    return to_vertices(raster, out, scale, None if grid.identity else grid.order)
 
 
-def write_float_layer(me: bpy.types.Mesh, name: str, grid: Grid, raster: np.ndarray) -> None:
-    _ensure(me, name, 'FLOAT').data.foreach_set("value", _to_vertices(grid, raster))
+def write_float_layer(me: bpy.types.Mesh, name: str, grid: Grid, raster: np.ndarray,
+                      scale: float = 1.0, buffer: np.ndarray | None = None) -> None:
+    _ensure(me, name, 'FLOAT').data.foreach_set(
+        "value", _to_vertices(grid, raster, scale, buffer))
 
 
-def write_color_layer(me: bpy.types.Mesh, name: str, grid: Grid, gray: np.ndarray) -> None:
-    """Gray 0..1 raster into a FLOAT_COLOR point layer (alpha 1)."""
-    rgba = np.ones((grid.rows * grid.cols, 4), np.float32)
-    rgba[:, :3] = _to_vertices(grid, gray)[:, None]
+def write_color_layer(me: bpy.types.Mesh, name: str, grid: Grid, kind: str,
+                      values: np.ndarray, rgba: np.ndarray | None = None) -> None:
+    """A terrain array ``kind`` shown as gray 0..1 in a FLOAT_COLOR point layer;
+    ``rgba`` is an optional (n, 4) float32 buffer to reuse."""
+    if rgba is None:
+        rgba = np.empty((grid.rows * grid.cols, 4), np.float32)
+    gray_to_rgba(kind, values, rgba, None if grid.identity else grid.order)
     _ensure(me, name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
 
 
 def write_heights(me: bpy.types.Mesh, grid: Grid, positions: np.ndarray,
-                  z: np.ndarray) -> None:
+                  z: np.ndarray, scale: float = 1.0) -> None:
     """Set local Z of every vertex from a raster; X, Y and topology stay as they are."""
-    positions[:, 2] = _to_vertices(grid, z)
-    me.attributes["position"].data.foreach_set("vector", np.ascontiguousarray(positions).ravel())
+    positions[:, 2] = _to_vertices(grid, z, scale)
+    me.attributes["position"].data.foreach_set("vector", positions.ravel())
 
 
 @dataclasses.dataclass

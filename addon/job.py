@@ -10,7 +10,6 @@ import numpy as np
 
 from . import grid as gridio
 from .simcore import __version__ as simcore_version
-from .simcore.layers import gray
 from .simcore.simulation import PROCESSES, Progress, Simulation
 from .simcore.terrain import Terrain, TerrainError
 
@@ -62,6 +61,7 @@ class ErosionJob:
                               rounds_done=rounds)
         self.started = time.perf_counter()
         self.last_write = self.started
+        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
@@ -125,14 +125,18 @@ class ErosionJob:
                                      self.snapshot.positions[:, 2][g.order].reshape(
                                          g.rows, g.cols))
             self.original_missing = False
-        gridio.write_heights(me, g, self.positions, t.height() * cell)
+        gridio.write_heights(me, g, self.positions, t.height(), cell)
+        if self._buffers is None:
+            n = g.rows * g.cols
+            self._buffers = (np.empty(n, np.float32), np.empty((n, 4), np.float32))
+        values_buf, rgba = self._buffers
         for name in self.outputs:
             values = getattr(t, name)
             depth_like = name in ("bedrock", "sediment", "pool", "eroded", "deposited")
-            gridio.write_float_layer(me, gridio.FLOAT_LAYERS[name], g,
-                                     values * cell if depth_like else values)
+            gridio.write_float_layer(me, gridio.FLOAT_LAYERS[name], g, values,
+                                     cell if depth_like else 1.0, values_buf)
             if self.write_colors and name in gridio.COLOR_LAYERS:
-                gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, gray(name, values))
+                gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, name, values, rgba)
         me.update()
 
     def finish(self) -> None:

@@ -1,18 +1,65 @@
-"""Display values for the terrain arrays: one gray level 0..1 per cell for color layers."""
+"""Display values for the terrain arrays and fast conversion to per-vertex float32
+buffers (what a mesh attribute stores)."""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 #: Depth (cell units) that maps to mid-gray for the depth-like arrays.
 HALF_GRAY_DEPTH = 1.0
+DEPTH_LIKE = ("sediment", "pool")
 
 
 def gray(name: str, values: np.ndarray) -> np.ndarray:
     """Map a terrain array to 0..1: depths (sediment, pool) as d / (d + 1 cell), so
     1 cell of sand is mid-gray; maps that are already 0..1 (stream, vegetation, wind)
     are clipped."""
-    if name in ("sediment", "pool"):
+    if name in DEPTH_LIKE:
         d = np.maximum(values, 0.0)
         return d / (d + HALF_GRAY_DEPTH)
     return np.clip(values, 0.0, 1.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _scaled(values, scale, order, out):
+    flat = values.ravel()
+    if order.size == 0:
+        for i in range(flat.size):
+            out[i] = flat[i] * scale
+    else:
+        for i in range(flat.size):
+            out[order[i]] = flat[i] * scale
+
+
+@njit(cache=True, error_model="numpy")
+def _gray_rgba(values, depth_like, order, rgba):
+    flat = values.ravel()
+    for i in range(flat.size):
+        v = flat[i]
+        if depth_like:
+            v = max(v, 0.0)
+            g = v / (v + HALF_GRAY_DEPTH)
+        else:
+            g = min(max(v, 0.0), 1.0)
+        j = i if order.size == 0 else order[i]
+        rgba[j, 0] = g
+        rgba[j, 1] = g
+        rgba[j, 2] = g
+        rgba[j, 3] = 1.0
+
+
+def to_vertices(values: np.ndarray, out: np.ndarray, scale: float = 1.0,
+                order: np.ndarray | None = None) -> np.ndarray:
+    """``out[order[i]] = values.flat[i] * scale`` into a float32 buffer (no order:
+    identity). One pass, no temporaries."""
+    _scaled(values, float(scale), np.empty(0, np.int64) if order is None else order, out)
+    return out
+
+
+def gray_to_rgba(name: str, values: np.ndarray, rgba: np.ndarray,
+                 order: np.ndarray | None = None) -> np.ndarray:
+    """:func:`gray` of ``values`` into an (n, 4) float32 RGBA buffer (alpha 1)."""
+    _gray_rgba(values, name in DEPTH_LIKE, np.empty(0, np.int64) if order is None else order,
+               rgba)
+    return rgba

@@ -1,0 +1,80 @@
+"""Blender mesh I/O: grid read (detect + heights), full write-back (heights + every float
+and color layer) and one modal tick (40 ms simulation budget + write-back), in the bpy
+module. Target: write-back of everything at 1024² under 50 ms."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _grid_mesh(bpy, n: int):
+    """An n x n quad grid built from numpy (primitive_grid_add takes 13 s at 2048²)."""
+    ys, xs = np.mgrid[0:n, 0:n].astype(np.float32)
+    co = np.zeros((n * n, 3), np.float32)
+    co[:, 0], co[:, 1] = xs.ravel(), ys.ravel()
+    idx = np.arange(n * n, dtype=np.int32).reshape(n, n)
+    quads = np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1)
+    me = bpy.data.meshes.new(f"grid{n}")
+    me.vertices.add(n * n)
+    me.attributes["position"].data.foreach_set("vector", co.ravel())
+    me.loops.add(len(quads))
+    me.loops.foreach_set("vertex_index", quads)
+    me.polygons.add((n - 1) ** 2)
+    me.polygons.foreach_set("loop_start", np.arange(0, len(quads), 4, dtype=np.int32))
+    me.update(calc_edges=True)
+    obj = bpy.data.objects.new(f"grid{n}", me)
+    bpy.context.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    return obj
+
+
+def _best(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def run(quick: bool) -> list[dict]:
+    from tools.stage import stage
+    sys.path.insert(0, str(stage().parent))
+    import bpy
+    import terrain_erosion as te
+    from terrain_erosion.simcore.noise import fractal_terrain
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    rows = []
+    try:
+        for n in (256, 512, 1024) if quick else (256, 512, 1024, 2048):
+            obj = _grid_mesh(bpy, n)
+            co = te.grid.read_positions(obj.data)
+            co[:, 2] = fractal_terrain(n, seed=1).ravel()
+            obj.data.attributes["position"].data.foreach_set("vector", co.ravel())
+            obj.terrain_erosion.particles = 10**8
+            read = _best(lambda o=obj: te.grid.detect_grid(o.data))
+            job = te.job.ErosionJob(obj)
+            job.outputs = list(te.grid.FLOAT_LAYERS)  # every layer, as with all processes
+            job.sim.run_round()
+            write = _best(lambda j=job, o=obj: j.write(o))
+            row = {"name": f"mesh I/O {n}x{n}", "vertices": n * n,
+                   "read_detect_ms": round(read * 1e3, 1),
+                   "write_all_layers_ms": round(write * 1e3, 1)}
+            if n in (512, 1024):
+                job.live_update = 0.0
+                job.tick(0.04)
+                row["tick_ms"] = round(_best(lambda j=job: j.tick(0.04)) * 1e3, 1)
+            rows.append(row)
+            bpy.data.objects.remove(obj)
+    finally:
+        te.unregister()
+    return rows
