@@ -125,6 +125,7 @@ def main() -> int:
     relief = float(heights.max())
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.context.preferences.filepaths.save_version = 0  # no terrain.blend1 backups
     te.register()
     obj = make_grid(n, size, heights)
     preset = find_preset("default")
