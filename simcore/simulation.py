@@ -33,6 +33,8 @@ class Process:
     run_batch: Callable[..., int]
     label: str
     doc: str
+    #: terrain arrays this process changes (the add-on writes only layers that exist)
+    outputs: tuple[str, ...] = ("bedrock", "sediment", "eroded", "deposited")
 
 
 #: Every process, in the order a round runs them.
