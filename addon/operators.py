@@ -320,11 +320,27 @@ classes = (TERRAIN_OT_erode, TERRAIN_OT_stop, TERRAIN_OT_step, TERRAIN_OT_reset,
            TERRAIN_OT_preset_delete)
 
 
+@bpy.app.handlers.persistent
+def _forget_run_on_load(*_args) -> None:
+    """Loading a file ends a live run (Blender drops its modal handler and timer): make
+    sure the UI does not stay in the 'running' state."""
+    wm = bpy.context.window_manager
+    rt = getattr(wm, "terrain_erosion", None) if wm is not None else None
+    if rt is not None and rt.running:
+        rt.running, rt.stop_requested, rt.progress = False, False, 0.0
+        rt.status = "The run ended because another file was loaded"
+
+
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
+    bpy.app.handlers.load_pre.append(_forget_run_on_load)
+    bpy.app.handlers.load_post.append(_forget_run_on_load)
 
 
 def unregister() -> None:
+    for handlers in (bpy.app.handlers.load_pre, bpy.app.handlers.load_post):
+        while _forget_run_on_load in handlers:
+            handlers.remove(_forget_run_on_load)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -40,9 +40,11 @@ def test_register_unregister_register_leaves_blender_as_found():
     assert not hasattr(bpy.types.Object, "terrain_erosion")
     assert not hasattr(bpy.types.WindowManager, "terrain_erosion")
     assert set(dir(bpy.types)) == before
+    handlers = (list(bpy.app.handlers.load_pre), list(bpy.app.handlers.load_post))
     te.register()
     te.unregister()
     assert set(dir(bpy.types)) == before
+    assert handlers == (list(bpy.app.handlers.load_pre), list(bpy.app.handlers.load_post))
 
 
 def test_operators_poll_false_with_a_reason(blender):
@@ -208,6 +210,23 @@ def test_stop_keeps_the_result_and_deleting_the_object_ends_cleanly(blender):
         stop_requested=False, progress=0.0, status=""), budget=0.0) == "ended"
     assert "deleted" in rt.status
     job2.cancel()  # nothing to restore, and no error
+
+
+def test_loading_another_file_mid_run_ends_it_cleanly(blender, tmp_path):
+    obj = add_grid(bpy, n=24, name="Hills")
+    obj.terrain_erosion.particles = 50000
+    job = te.job.ErosionJob(obj)
+    rt = bpy.context.window_manager.terrain_erosion
+    rt.running = True
+    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    other = tmp_path / "other.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(other), copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    rt = bpy.context.window_manager.terrain_erosion
+    assert not rt.running, "the UI is not stuck in 'running'"
+    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert "deleted" in rt.status
+    job.cancel()
 
 
 def test_undo_after_a_run_restores_the_original(blender):

@@ -168,3 +168,13 @@ def test_random_terrains_and_parameters_never_give_nan(heights, params, seed):
     assert t.sediment.min() >= 0
     tol = 1e-9 * (np.abs(heights).sum() + 1)
     assert abs((heights.sum() - t.total_material()) - t.outflow) < tol
+
+
+def test_rain_map_decides_where_droplets_start():
+    h = tilted(rows=40, cols=60, slope=0.3).T.copy()  # (60, 40): rises with row index
+    rain = np.zeros_like(h)
+    rain[:, :20] = 1.0  # rain only on the left half (columns 0..19)
+    t, _ = run(h, 3000, rain=rain)
+    assert t.eroded[:, :18].sum() > 0
+    # droplets run downhill (towards row 0), never across to the dry columns
+    assert t.eroded[:, 24:].sum() == 0 and t.deposited[:, 24:].sum() == 0
