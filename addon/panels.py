@@ -7,6 +7,7 @@ import dataclasses
 import bpy
 
 from .grid import grid_status
+from .overlay import compass
 from .simcore.simulation import PROCESSES
 
 
@@ -104,6 +105,9 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
         col = layout.column(align=True)
         for field in fields:
             col.prop(group, field)
+        if name == "wind":
+            layout.label(text=f"Blows towards {compass(group.direction)}", icon='FORCE_WIND')
+            layout.label(text="The orange arrow in the viewport shows it")
 
     return type(f"TERRAIN_PT_{name}", (bpy.types.Panel,), {
         "bl_idname": f"TERRAIN_PT_{name}", "bl_label": proc.label,

@@ -345,3 +345,19 @@ def test_set_z_helper_roundtrip(blender):
     obj = add_grid(bpy, n=8)
     set_z(obj.data, np.arange(64, dtype=np.float32))
     assert np.array_equal(positions(obj.data)[:, 2], np.arange(64, dtype=np.float32))
+
+
+@pytest.mark.parametrize("angle, text", [(0, "east (+X)"), (45, "north-east (+X +Y)"),
+                                         (90, "north (+Y)"), (-90, "south (-Y)"),
+                                         (200, "west (-X)"), (315, "south-east (+X -Y)")])
+def test_wind_direction_hint_reads_like_a_compass(angle, text):
+    assert te.overlay.compass(angle) == text
+
+
+def test_wind_arrow_points_along_the_wind():
+    pts = np.array(te.overlay.arrow_lines(90.0, (1.0, 2.0), 4.0, 5.0))
+    tail, tip = pts[0], pts[1]
+    assert np.allclose(tip - tail, [0, 4, 0], atol=1e-9)
+    assert np.allclose((tail + tip)[:2] / 2, [1, 2])
+    head_ends = pts[[3, 5]]
+    assert np.all(head_ends[:, 1] < tip[1]), "the head strokes go back from the tip"
