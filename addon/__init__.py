@@ -21,9 +21,9 @@ def _set_numba_cache() -> None:
 
 _set_numba_cache()
 
-from . import operators, overlay, panels, presets_ui, properties  # noqa: E402
+from . import batch, operators, overlay, panels, presets_ui, properties  # noqa: E402
 
-_modules = (properties, presets_ui, operators, panels, overlay)
+_modules = (properties, presets_ui, operators, panels, overlay, batch)
 
 
 def register() -> None:

@@ -36,7 +36,7 @@ class CliError(Exception):
     """A user mistake: printed as one line, exit code 2, nothing written."""
 
 
-def _parse_set(items: list[str]) -> dict[str, object]:
+def parse_set(items: list[str]) -> dict[str, object]:
     out: dict[str, object] = {}
     for item in items:
         key, sep, text = item.partition("=")
@@ -84,7 +84,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
 
     out = _check_output(args.output, (".npy", ".npz"))
     preset = find_preset(args.preset)
-    overrides = _parse_set(args.set or [])
+    overrides = parse_set(args.set or [])
     if args.seed is not None:
         overrides["seed"] = args.seed
     if args.particles is not None:

@@ -361,3 +361,21 @@ def test_wind_arrow_points_along_the_wind():
     assert np.allclose((tail + tip)[:2] / 2, [1, 2])
     head_ends = pts[[3, 5]]
     assert np.all(head_ends[:, 1] < tip[1]), "the head strokes go back from the tip"
+
+
+def test_batch_command_erodes_and_saves(blender, tmp_path, capsys):
+    obj = add_grid(bpy, n=24, name="Terrain")
+    before = positions(obj.data).copy()
+    out = tmp_path / "eroded.blend"
+    code = te.batch.main(["--object", "Terrain", "--preset", "default", "--particles", "3000",
+                          "--seed", "4", "--set", "droplets.Kq=12", "--save-as", str(out)])
+    assert code == 0
+    assert "done" in capsys.readouterr().out
+    assert not np.array_equal(positions(obj.data), before)
+    s = obj.terrain_erosion
+    assert (s.seed, s.particles, s.droplets.Kq) == (4, 3000, 12.0)
+    assert out.exists()
+    assert te.batch.main(["--object", "Nope"]) == 2
+    assert "no object named 'Nope'; mesh objects: Terrain" in capsys.readouterr().err
+    assert te.batch.main(["--object", "Terrain", "--set", "droplets.Kq=-1"]) == 2
+    assert "out of range" in capsys.readouterr().err
