@@ -5,6 +5,7 @@
     python build.py test     lint + pytest (runs setup when needed)
     python build.py bench    benchmark table, also written to bench-results.json
     python build.py demo     the main job: erode a terrain, write pictures under demo/
+    python build.py package  extension zips with the numba/llvmlite wheels, under dist/
 """
 
 from __future__ import annotations
@@ -89,8 +90,14 @@ def demo(extra: list[str]) -> int:
     return _run([PY, ROOT / "tools" / "demo.py", *extra])
 
 
+def package(extra: list[str]) -> int:
+    setup()
+    return _run([PY, ROOT / "tools" / "package.py", *extra])
+
+
 def main(argv: list[str]) -> int:
-    commands = {"setup": lambda a: setup() or 0, "test": test, "bench": bench, "demo": demo}
+    commands = {"setup": lambda a: setup() or 0, "test": test, "bench": bench, "demo": demo,
+                "package": package}
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2

@@ -20,10 +20,11 @@ class JobEnded(Exception):
 
 
 def _produced(processes) -> list[str]:
+    """Grid layers the enabled processes write (trees are instances, not a layer)."""
     names: list[str] = []
     for name in processes:
         for out in PROCESSES[name].outputs:
-            if out not in names:
+            if out in gridio.FLOAT_LAYERS and out not in names:
                 names.append(out)
     return names
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import hydraulic, snowball
+from . import hydraulic, hydrology, snowball, thermal, vegetation, wind
 from .kernels import rain_cdf
 from .params import ParameterError, Params
 from .terrain import Terrain
@@ -43,6 +43,18 @@ PROCESSES: dict[str, Process] = {
                         "Droplet erosion", "rain droplets carve channels (seed 001)"),
     "snowball": Process("snowball", snowball.SnowballParams, snowball.run_batch,
                         "Snowball erosion", "fast preview erosion with blur (seed 003)"),
+    "wind": Process("wind", wind.WindParams, wind.run_batch,
+                    "Wind erosion", "wind particles move sand into dunes, abrade rock (seed 000)",
+                    ("bedrock", "sediment", "eroded", "deposited", "wind")),
+    "thermal": Process("thermal", thermal.ThermalParams, thermal.run_batch,
+                       "Thermal erosion", "rock weathers, loose material slides to its talus"),
+    "hydrology": Process("hydrology", hydrology.HydrologyParams, hydrology.run_batch,
+                         "Rivers and lakes", "water particles cut streams and fill pools "
+                         "(seed 002)", ("bedrock", "sediment", "eroded", "deposited",
+                                        "stream", "pool")),
+    "trees": Process("trees", vegetation.TreeParams, vegetation.run_batch, "Trees",
+                     "trees spread where it is dry and gentle; roots hold the soil (seed 002)",
+                     ("vegetation", "trees")),
 }
 
 

@@ -18,7 +18,7 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
     ``metadata`` (JSON text) to an .npz, atomically (a failed write leaves no file)."""
     meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
             "units": "arrays in cell units (world / cell_size); 'height' in world units"}
-    arrays = {**terrain.arrays(), "height": terrain.world_height(),
+    arrays = {**terrain.arrays(), "trees": terrain.trees, "height": terrain.world_height(),
               "metadata": np.array(json.dumps(meta))}
     return _atomic_write(Path(path), lambda f: np.savez_compressed(f, **arrays))
 
@@ -52,12 +52,15 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
                                    "'bedrock' and 'metadata'); pass a .npy heightmap instead")
             meta = json.loads(str(data["metadata"]))
             arrays = {n: data[n] for n in ALL_FIELDS if n in data}
+            trees = data["trees"] if "trees" in data else np.zeros((0, 3))
     except (OSError, ValueError) as exc:
         raise TerrainError(f"{path}: cannot read state: {exc}") from None
     cell_size = float(meta.get("cell_size", 1.0))
     bedrock = arrays.pop("bedrock")
     terrain = Terrain.from_heights(bedrock, cell_size, world_units=False, **arrays)
     terrain.outflow = float(meta.get("outflow", 0.0))
+    terrain.trees = trees
+    terrain.validate()
     return terrain, meta
 
 

@@ -82,6 +82,8 @@ class Terrain:
     rain: np.ndarray
     cell_size: float = 1.0
     outflow: float = 0.0
+    #: trees as rows (x, y, size): x = column, y = row (cell units), size 0..1
+    trees: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 3)))
 
     @classmethod
     def from_heights(cls, heights: Any, cell_size: float = 1.0, *,
@@ -142,6 +144,14 @@ class Terrain:
             raise TerrainError(f"cell_size must be a positive number, got {self.cell_size!r}")
         if self.rain.sum() <= 0:
             raise TerrainError("'rain' is zero everywhere; no droplet could start")
+        trees = np.asarray(self.trees)
+        if trees.dtype.kind not in "iuf" or trees.ndim != 2 or trees.shape[1] != 3:
+            raise TerrainError(f"'trees' must be an (n, 3) array of (x, y, size), got "
+                               f"shape {trees.shape}")
+        if not np.isfinite(trees).all():
+            raise TerrainError("'trees' has NaN/inf values")
+        self.trees = np.ascontiguousarray(trees, dtype=np.float64)
 
     def copy(self) -> Terrain:
-        return dataclasses.replace(self, **{n: a.copy() for n, a in self.arrays().items()})
+        return dataclasses.replace(self, **{n: a.copy() for n, a in self.arrays().items()},
+                                   trees=np.array(self.trees, dtype=np.float64))

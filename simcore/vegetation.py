@@ -1,0 +1,185 @@
+"""Trees (ALGORITHMS.md §5, same article as hydrology, seeds 002/004).
+
+Each growth cycle: a few random cells are tried for a new tree; every tree grows
+(``size += growth_rate * (max_size - size)``, from ``start_size``), may seed a neighbour
+within ``spread_radius`` and dies in a pool, on a strong stream, or by chance. A tree
+takes root only where there is no pool, the stream is weak, the ground is not steep and
+a random draw beats the vegetation already there (crowding). After each cycle the root
+density is rebuilt: every tree adds ``size * (1 - d / root_radius)`` around itself,
+clamped to 1, into ``terrain.vegetation``; hydrology's deposition rate is multiplied by
+``1 - vegetation``, so roots hold the soil.
+
+Trees are state: ``terrain.trees`` rows are (x = column, y = row, size), cell units.
+Cycle ``k`` draws its random numbers from ``(seed, STREAM_ID, k)`` in tree-list order on
+one thread, so the result depends only on (terrain, params, seed, first, count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from numba import njit
+
+from .kernels import next_uniform, stream_state
+from .params import Params, param
+from .terrain import Terrain
+
+STREAM_ID = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeParams(Params):
+    """Tree parameters (the article's model; open values are ours)."""
+
+    spawn_tries: int = param(1, 0, 100_000, "cells/cycle",
+                             "random cells tried for a new tree each cycle", soft_hi=100)
+    spread_chance: float = param(0.02, 0.0, 1.0, "1/cycle",
+                                 "chance a tree seeds a new one nearby each cycle")
+    spread_radius: int = param(4, 1, 64, "cells", "how far from its parent a seedling lands")
+    death_chance: float = param(0.001, 0.0, 1.0, "1/cycle", "random death chance per cycle")
+    max_stream: float = param(0.2, 0.0, 1.0, "-",
+                              "no tree takes root, and trees die, above this stream value")
+    max_steepness: float = param(0.6, 0.0, 1.0, "-",
+                                 "no tree takes root where the surface normal leans more "
+                                 "than this (horizontal part; 0.6 is about 37 degrees)")
+    start_size: float = param(0.5, 0.0, 1.0, "-", "size of a new tree")
+    max_size: float = param(1.0, 0.0, 1.0, "-", "size a tree grows toward")
+    growth_rate: float = param(0.05, 0.0, 1.0, "1/cycle",
+                               "fraction of the remaining growth done per cycle")
+    root_radius: float = param(2.0, 0.5, 16.0, "cells", "radius of a tree's root density")
+    max_trees: int = param(200_000, 0, 10_000_000, "trees", "cap on the number of trees",
+                           soft_hi=1_000_000)
+    batch: int = param(1, 1, 100_000, "cycles", "growth cycles per batch", soft_hi=100)
+
+    def as_array(self) -> np.ndarray:
+        return np.array([self.spawn_tries, self.spread_chance, self.spread_radius,
+                         self.death_chance, self.max_stream, self.max_steepness,
+                         self.start_size, self.max_size, self.growth_rate, self.root_radius,
+                         self.max_trees], dtype=np.float64)
+
+
+@njit(cache=True, error_model="numpy")
+def _steepness(height, pool, r, c):
+    """Horizontal part of the unit surface normal at (r, c) (0 flat, -> 1 vertical)."""
+    rows, cols = height.shape
+    c0 = max(c - 1, 0)
+    c1 = min(c + 1, cols - 1)
+    r0 = max(r - 1, 0)
+    r1 = min(r + 1, rows - 1)
+    gx = ((height[r, c1] + pool[r, c1]) - (height[r, c0] + pool[r, c0])) / (c1 - c0)
+    gy = ((height[r1, c] + pool[r1, c]) - (height[r0, c] + pool[r0, c])) / (r1 - r0)
+    g2 = gx * gx + gy * gy
+    return np.sqrt(g2 / (1.0 + g2))
+
+
+@njit(cache=True, error_model="numpy")
+def _fits(r, c, p, height, pool, stream):
+    return pool[r, c] <= 0.0 and stream[r, c] <= p[4] and _steepness(height, pool, r, c) <= p[5]
+
+
+@njit(cache=True, error_model="numpy")
+def _push(trees, n, x, y, size):
+    if n == trees.shape[0]:
+        bigger = np.empty((2 * trees.shape[0] + 16, 3))
+        bigger[:n] = trees[:n]
+        trees = bigger
+    trees[n, 0] = x
+    trees[n, 1] = y
+    trees[n, 2] = size
+    return trees, n + 1
+
+
+@njit(cache=True, error_model="numpy")
+def root_density(trees, n, radius, vegetation):
+    """Rebuild ``vegetation`` from the first ``n`` trees (clamped to 0..1)."""
+    rows, cols = vegetation.shape
+    vegetation[:, :] = 0.0
+    reach = int(np.ceil(radius))
+    for i in range(n):
+        x = trees[i, 0]
+        y = trees[i, 1]
+        size = trees[i, 2]
+        rc = int(np.floor(y + 0.5))
+        cc = int(np.floor(x + 0.5))
+        for r in range(max(rc - reach, 0), min(rc + reach, rows - 1) + 1):
+            for c in range(max(cc - reach, 0), min(cc + reach, cols - 1) + 1):
+                d = np.sqrt((r - y) * (r - y) + (c - x) * (c - x))
+                if d < radius:
+                    vegetation[r, c] += size * (1.0 - d / radius)
+    for r in range(rows):
+        for c in range(cols):
+            if vegetation[r, c] > 1.0:
+                vegetation[r, c] = 1.0
+
+
+@njit(cache=True, error_model="numpy")
+def _seedling(st, r, c, p, trees, n, height, pool, stream, vegetation):
+    """Try to root a tree in cell (r, c); returns (state, trees, n)."""
+    rows, cols = height.shape
+    st, crowd = next_uniform(st)
+    st, jx = next_uniform(st)
+    st, jy = next_uniform(st)
+    if n < int(p[10]) and crowd >= vegetation[r, c] and _fits(r, c, p, height, pool, stream):
+        x = min(max(c + jx - 0.5, 0.0), cols - 1.0)
+        y = min(max(r + jy - 0.5, 0.0), rows - 1.0)
+        trees, n = _push(trees, n, x, y, p[6])
+    return st, trees, n
+
+
+@njit(cache=True, error_model="numpy")
+def _run_cycles(seed, first, count, p, trees_in, height, pool, stream, vegetation):
+    rows, cols = height.shape
+    n = trees_in.shape[0]
+    trees = np.empty((n + 16, 3))
+    trees[:n] = trees_in
+    spawn_tries = int(p[0])
+    spread, reach, death, max_stream = p[1], int(p[2]), p[3], p[4]
+    max_size, rate = p[7], p[8]
+    for k in range(count):
+        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
+        for _ in range(spawn_tries):
+            st, u = next_uniform(st)
+            st, w = next_uniform(st)
+            st, trees, n = _seedling(st, int(u * rows), int(w * cols), p, trees, n, height,
+                                     pool, stream, vegetation)
+        n0 = n
+        for i in range(n0):
+            trees[i, 2] += rate * (max_size - trees[i, 2])
+            st, u = next_uniform(st)
+            if u < spread:
+                st, a = next_uniform(st)
+                st, b = next_uniform(st)
+                r = int(np.floor(trees[i, 1] + 0.5)) + int(a * (2 * reach + 1)) - reach
+                c = int(np.floor(trees[i, 0] + 0.5)) + int(b * (2 * reach + 1)) - reach
+                if 0 <= r < rows and 0 <= c < cols:
+                    st, trees, n = _seedling(st, r, c, p, trees, n, height, pool, stream,
+                                             vegetation)
+        kept = 0
+        for i in range(n):
+            st, u = next_uniform(st)
+            r = int(np.floor(trees[i, 1] + 0.5))
+            c = int(np.floor(trees[i, 0] + 0.5))
+            if pool[r, c] > 0.0 or stream[r, c] > max_stream or u < death:
+                continue
+            trees[kept] = trees[i]
+            kept += 1
+        n = kept
+        root_density(trees, n, p[9], vegetation)
+    if count == 0:
+        root_density(trees, n, p[9], vegetation)
+    return trees[:n].copy()
+
+
+def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count: int,
+              height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
+    """Run growth cycles ``first .. first+count-1``; updates ``terrain.trees`` and
+    ``terrain.vegetation``. ``cdf`` is unused (trees ignore rain). Returns the number
+    of trees alive."""
+    if height is None:
+        height = terrain.height()
+    trees = np.ascontiguousarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
+    terrain.trees = _run_cycles(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
+                                params.as_array(), trees, height, terrain.pool,
+                                terrain.stream, terrain.vegetation)
+    return int(terrain.trees.shape[0])

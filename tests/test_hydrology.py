@@ -1,0 +1,309 @@
+"""Hydrology (streams and pools): lakes, spill points, sea level, streams, determinism."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from simcore import hydrology
+from simcore.hydrology import HydrologyParams, pool_volume, pour, run_batch
+from simcore.params import ParameterError
+from simcore.terrain import Terrain
+
+STILL = HydrologyParams(deposition=0.0)  # water only: the ground never changes
+
+
+def terrain(heights, **layers):
+    return Terrain.from_heights(np.asarray(heights, dtype=float), world_units=False, **layers)
+
+
+def run(t, batches, params=None, seed=1, stats=None):
+    params = params or HydrologyParams()
+    for b in range(batches):
+        run_batch(t, params, seed, b * params.batch, params.batch, stats=stats)
+    return t
+
+
+def radius(rows, cols, r0, c0):
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    return np.hypot(yy - r0, xx - c0)
+
+
+def bowl(n=32):
+    return 0.05 * radius(n, n, (n - 1) / 2, (n - 1) / 2) ** 2
+
+
+def surface(t):
+    return t.height() + t.pool
+
+
+def spill_violations(t, tol=1e-7):
+    """Wet cells with a neighbour whose water surface (or dry ground) is lower: water
+    that would run out, i.e. a pool standing above its spill point."""
+    s = surface(t)
+    rows, cols = s.shape
+    bad = 0
+    for r, c in np.argwhere(t.pool > 0):
+        lo = s[max(r - 1, 0):r + 2, max(c - 1, 0):c + 2].min()
+        bad += lo < s[r, c] - tol * max(1.0, abs(s[r, c]))
+    return int(bad)
+
+
+def spill_height(h, start, escaped):
+    """Lowest water level at which the 8-connected region {h <= level} around ``start``
+    reaches a cell where ``escaped(r, c)`` is true (bisection over BFS)."""
+    lo, hi = float(h[start]), float(h.max())
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        seen = np.zeros(h.shape, bool)
+        stack = [start]
+        seen[start] = True
+        out = False
+        while stack and not out:
+            r, c = stack.pop()
+            out = escaped(r, c)
+            for dr in (-1, 0, 1):
+                for dc in (-1, 0, 1):
+                    nr, nc = r + dr, c + dc
+                    if 0 <= nr < h.shape[0] and 0 <= nc < h.shape[1] and not seen[nr, nc] \
+                            and h[nr, nc] <= mid:
+                        seen[nr, nc] = True
+                        stack.append((nr, nc))
+        lo, hi = (lo, mid) if out else (mid, hi)
+    return hi
+
+
+# ------------------------------------------------------------------------ lakes
+
+def test_closed_bowl_holds_a_flat_lake_with_the_poured_volume():
+    t = terrain(bowl())
+    low = np.unravel_index(np.argmin(t.height()), t.shape)
+    poured = 0.0
+    for i in range(50):
+        assert pour(t, STILL, *low, 40.0) == 0.0, "nothing leaves a closed bowl"
+        poured += 40.0
+        # tolerance: a flood may drop what is left below min_volume (0.01 per pour)
+        assert abs(pool_volume(t, STILL) - poured) <= (i + 1) * STILL.min_volume
+        assert spill_violations(t) == 0
+    wet = t.pool > 0
+    level = surface(t)[wet]
+    assert level.max() - level.min() < 1e-9, "a lake is flat"
+    assert wet.sum() > 50
+    below = t.height() < level.max() - 1e-9
+    assert np.array_equal(wet, below), "every cell of the bowl below the level is under water"
+    assert np.isfinite(t.pool).all()
+
+
+def rim_bowl(notch=6.0):
+    """A bowl (r < 12) in a ring wall of height 10 with a notch at height ``notch`` on its
+    +x side; outside the wall the ground falls away to the map edges."""
+    n = 41
+    r = radius(n, n, 20, 20)
+    h = np.where(r < 12, 0.05 * r ** 2, np.where(r < 14, 10.0, 4.0 - 0.2 * (r - 14)))
+    h[19:22, 32:34] = notch
+    return h
+
+
+def test_lake_rises_to_its_spill_point_and_never_above():
+    h = rim_bowl(6.0)
+    dist = radius(41, 41, 20, 20)
+    spill = spill_height(h, (20, 20), lambda r, c: dist[r, c] >= 14)
+    assert 6.0 <= spill < 6.2  # the notch, where the bowl's inner slope meets it
+    t = terrain(h)
+    capacity = STILL.volume_factor * np.clip(spill - h, 0, None)[dist < 12].sum()
+    gone = 0.0
+    for _ in range(int(1.5 * capacity / 200) + 1):
+        gone += pour(t, STILL, 20, 20, 200.0)
+        assert spill_violations(t) == 0
+        assert surface(t)[t.pool > 0].max() <= spill + 1e-9, "no pool above its spill point"
+    assert surface(t)[20, 20] > spill - 0.05, "the lake filled up to the notch"
+    assert gone > 0.0, "the overflow left over the notch and off the map"
+
+
+def two_basins():
+    """A slope falling along +x with an upper bowl (centre x=10) and a lower one (x=34)."""
+    rows, cols = 24, 48
+    h = np.tile(30.0 - 0.6 * np.arange(cols), (rows, 1))
+    for c0, rad in ((10, 4.0), (34, 8.0)):
+        r = radius(rows, cols, 12, c0)
+        h -= np.where(r < rad, 0.3 * (rad ** 2 - r ** 2), 0.0)
+    return h
+
+
+def test_upper_lake_stops_at_its_spill_height_and_the_lower_one_fills():
+    h = two_basins()
+    t = terrain(h)
+    up = np.unravel_index(np.argmin(np.where(np.arange(48) < 15, h, np.inf)), h.shape)
+    down = np.unravel_index(np.argmin(np.where(np.arange(48) >= 24, h, np.inf)), h.shape)
+    spill = spill_height(h, up, lambda r, c: c >= 20)
+    t.pool[down] = 1e-3  # a puddle: the article floods only in pools or on streams
+    upper = np.zeros(h.shape, bool)
+    upper[:, :20] = True
+    for _ in range(300):
+        pour(t, STILL, *up, 20.0)
+        assert surface(t)[upper & (t.pool > 0)].max() <= spill + 1e-9
+    lake_up = surface(t)[up]
+    assert spill - 0.05 < lake_up <= spill + 1e-9, (lake_up, spill)
+    lower_volume = STILL.volume_factor * t.pool[~upper].sum()
+    assert lower_volume > 100.0, "the overflow ran down and filled the lower basin"
+    assert spill_violations(t) == 0
+
+
+# ------------------------------------------------------------------------ streams
+
+def test_stream_map_is_high_in_the_valley_and_low_on_the_ridges():
+    rows, cols = 33, 48
+    y = np.abs(np.arange(rows) - 16)[:, None]
+    h = 0.3 * np.arange(cols)[None, :] + 0.5 * y  # falls toward x = 0, valley at row 16
+    t = run(terrain(h), 30)
+    valley = t.stream[15:18, 3:40].mean()
+    ridges = np.concatenate([t.stream[:3, 3:40], t.stream[-3:, 3:40]]).mean()
+    assert valley > 0.15
+    assert valley > 4 * ridges, (valley, ridges)
+    assert np.all((t.stream >= 0) & (t.stream <= 1))
+
+
+def test_descent_erodes_and_mass_is_booked(hills):
+    t = run(terrain(hills), 20)
+    assert t.eroded.sum() > 0 and t.deposited.sum() > 0
+    tol = 1e-9 * np.abs(hills).sum()
+    assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) < tol
+    assert abs(t.total_material() + t.outflow - hills.sum()) < tol
+    assert np.array_equal(t.height(), t.bedrock + t.sediment)
+
+
+def test_height_array_is_kept_in_step(hills):
+    t = terrain(hills)
+    h = t.height()
+    run_batch(t, HydrologyParams(), 3, 0, 500, height=h)
+    assert np.array_equal(h, t.bedrock + t.sediment)
+
+
+# ------------------------------------------------------------------------ sea level
+
+def test_without_sea_the_map_edge_is_a_wall():
+    t = terrain(np.tile(0.1 * np.arange(32.0), (32, 1)))  # lowest along the x = 0 edge
+    for _ in range(10):
+        assert pour(t, STILL, 16, 0, 20.0) == 0.0
+    assert pool_volume(t, STILL) == pytest.approx(200.0, abs=10 * STILL.min_volume)
+    assert t.pool[:, 0].min() > 0, "the pool leans on the edge"
+    assert spill_violations(t) == 0
+
+
+def test_with_sea_water_leaves_through_edges_below_sea_level():
+    h = np.tile(0.1 * np.arange(32.0), (32, 1))
+    sea = HydrologyParams(deposition=0.0, sea=True, sea_level=0.45)
+    t = terrain(h)
+    assert pour(t, sea, 16, 0, 20.0) == pytest.approx(20.0)
+    ocean = h < 0.45
+    assert np.allclose(t.pool[ocean], 0.45 - h[ocean]), "ocean filled to sea level"
+    assert np.all(t.pool[~ocean] == 0)
+    sea_volume = pool_volume(t, sea)
+    for _ in range(10):
+        assert pour(t, sea, 16, 5, 20.0) == pytest.approx(20.0), "the coast drains to the sea"
+        # from further up it runs down first (and evaporates a little on the way)
+        assert pour(t, sea, 16, 12, 20.0) > 15.0
+    assert pool_volume(t, sea) == pytest.approx(sea_volume)
+
+
+def test_sea_inland_depression_below_sea_level_is_not_ocean():
+    h = np.full((24, 24), 5.0)
+    h[:, :3] = 0.0  # coast
+    h[10:14, 10:14] = -1.0  # a closed hollow below sea level, far from the edge
+    t = terrain(h)
+    run_batch(t, HydrologyParams(sea=True, sea_level=1.0), 1, 0, 1)
+    assert np.allclose(t.pool[:, :3], 1.0)
+    assert np.all(t.pool[10:14, 10:14] < 1.0), "a hollow behind the coast is no sea"
+
+
+def test_runs_with_sea_end_particles_in_the_ocean():
+    n = 32
+    h = 0.05 * radius(n, n, 16, -1.0) ** 2  # a slope down to the x = 0 edge
+    p = HydrologyParams(deposition=0.0, sea=True, sea_level=1.0)
+    t = run(terrain(h, stream=np.ones((n, n))), 5, p)
+    ocean = h < 1.0
+    assert np.allclose(t.pool[ocean], 1.0 - h[ocean])
+    assert np.all(t.pool[~ocean] == 0), "no lake forms above a reachable sea"
+
+
+# ------------------------------------------------------------------------ failure cases
+
+def test_flat_plateau_and_single_cell_pit_end():
+    flat = np.full((24, 24), 5.0)
+    stats = np.zeros(5)
+    for stream in (0.0, 1.0):  # stream 1: every idle particle floods (whole-map fills)
+        t = run(terrain(flat, stream=np.full((24, 24), stream)), 3, STILL, stats=stats)
+        assert np.isfinite(t.pool).all()
+    assert stats[1] > 0, "the plateau case reached flood"
+    assert stats[2] <= stats[1] * (STILL.max_tries + 64), "bounded tries per flood"
+    pit = flat.copy()
+    pit[12, 12] = 4.0
+    t = terrain(pit)
+    pour(t, STILL, 12, 12, 50.0)  # more than the pit holds: spreads over the plateau
+    pour(t, STILL, 12, 12, 50.0)
+    assert pool_volume(t, STILL) == pytest.approx(100.0, abs=2 * STILL.min_volume)
+    wet = surface(t)[t.pool > 0]
+    assert wet.max() - wet.min() < 1e-9
+    assert spill_violations(t) == 0
+    t = run(terrain(pit, stream=np.ones((24, 24))), 3)
+    assert np.isfinite(t.height()).all()
+
+
+def test_pour_checks_its_arguments():
+    t = terrain(bowl(8))
+    with pytest.raises(ValueError, match="outside"):
+        pour(t, STILL, 8, 0, 1.0)
+    with pytest.raises(ParameterError, match="evaporation"):
+        HydrologyParams(evaporation=0.0)
+
+
+# ------------------------------------------------------------------------ determinism
+
+def test_same_seed_same_result_other_seed_differs(hills):
+    a = run(terrain(hills), 6, seed=4)
+    b = run(terrain(hills), 6, seed=4)
+    c = run(terrain(hills), 6, seed=5)
+    for name, arr in a.arrays().items():
+        assert np.array_equal(arr, b.arrays()[name]), name
+    assert a.outflow == b.outflow
+    assert not np.array_equal(a.height(), c.height())
+
+
+def test_fill_cost_does_not_depend_on_the_map():
+    """The fill's scratch is never cleared per try: stamps from earlier fills stay."""
+    t = terrain(bowl(16))
+    stamp, gen, _, _ = hydrology._scratch(t.shape)
+    g0 = int(gen[0])
+    pour(t, STILL, 7, 7, 10.0)
+    assert int(gen[0]) > g0
+    assert (stamp == gen[0]).sum() < t.pool.size, "the last fill touched part of the map"
+
+
+@given(arrays(np.float64, st.tuples(st.integers(4, 20), st.integers(4, 20)),
+              elements=st.floats(-50, 50)),
+       st.booleans(), st.floats(-10, 10), st.integers(0, 2**32))
+def test_random_terrains_stay_finite_and_booked(h, sea, level, seed):
+    t = terrain(h)
+    p = HydrologyParams(batch=40, sea=sea, sea_level=level)
+    run(t, 3, p, seed=seed)
+    for name, arr in t.arrays().items():
+        assert np.isfinite(arr).all(), name
+    assert (t.pool >= 0).all() and (t.stream >= 0).all() and (t.stream <= 1).all()
+    tol = 1e-9 * (np.abs(h).sum() + 1)
+    assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) < tol
+    t.validate()
+
+
+@given(arrays(np.float64, st.tuples(st.integers(4, 16), st.integers(4, 16)),
+              elements=st.floats(0, 20)),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.5, 300)),
+                min_size=1, max_size=8))
+def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
+    t = terrain(h)
+    for fy, fx, vol in pours:
+        r = min(int(fy * h.shape[0]), h.shape[0] - 1)
+        c = min(int(fx * h.shape[1]), h.shape[1] - 1)
+        pour(t, STILL, r, c, vol)
+        assert spill_violations(t) == 0
+        assert np.isfinite(t.pool).all()

@@ -1,0 +1,150 @@
+import math
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from simcore.simulation import PROCESSES, Simulation
+from simcore.terrain import Terrain
+from simcore.thermal import ThermalParams, run_batch
+
+N = 40
+
+
+def run(t, passes, params, seed=0):
+    height = t.height()
+    n = run_batch(t, params, seed, 0, passes, height)
+    assert n == passes * height.size
+    assert np.array_equal(height, t.bedrock + t.sediment), "height kept in step"
+
+
+def max_loose_slope(t):
+    """Steepest slope (height difference / centre distance) between 8-neighbours whose
+    higher cell holds sediment."""
+    h, s = t.height(), t.sediment
+    worst = 0.0
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        sl = (slice(dr, None), slice(max(dc, 0), h.shape[1] + min(dc, 0)))
+        sr = (slice(0, h.shape[0] - dr), slice(max(-dc, 0), h.shape[1] - max(dc, 0)))
+        diff = h[sl] - h[sr]
+        loose = np.where(diff > 0, s[sl], s[sr]) > 1e-9
+        if loose.any():
+            worst = max(worst, float(np.abs(diff)[loose].max()) / math.hypot(dr, dc))
+    return worst
+
+
+def cliff():
+    """A 20-cell high wall of loose material on flat bedrock."""
+    sed = np.zeros((N, N))
+    sed[:, :15] = 20.0
+    return Terrain.from_heights(np.zeros((N, N)), world_units=False, sediment=sed)
+
+
+def test_registered_after_wind():
+    names = list(PROCESSES)
+    assert names.index("snowball") < names.index("wind") < names.index("thermal")
+    assert PROCESSES["thermal"].params_type is ThermalParams
+
+
+@pytest.mark.parametrize("angle", [20.0, 33.0, 45.0])
+def test_cliff_of_loose_material_relaxes_to_the_talus_angle(angle):
+    t = cliff()
+    p = ThermalParams(talus_angle=angle, weathering=0.0)
+    total0 = t.total_material()
+    run(t, 3000, p)
+    talus = math.tan(math.radians(angle))
+    slope = max_loose_slope(t)
+    assert slope <= talus * 1.01 + 1e-6, "no loose slope steeper than the talus"
+    assert slope >= talus * 0.9, "relaxes *to* the angle, not flatter"
+    # the profile is a straight ramp at the talus angle where the cliff was
+    profile = t.height()[N // 2]
+    ramp = np.diff(profile)
+    steep = ramp[np.abs(ramp) > 1e-3][1:-1]  # the ramp without its top and toe cells
+    assert steep.size >= 3
+    assert np.abs(np.abs(steep) - talus).max() < 0.15 * talus + 0.02
+    assert np.array_equal(t.bedrock, np.zeros((N, N))), "bedrock never moves"
+    assert abs(t.total_material() - total0) < 1e-10 * total0
+    assert t.outflow == 0.0
+
+
+def test_bedrock_obstacle_stays_put_and_weathers_only_down():
+    bed = np.zeros((N, N))
+    bed[15:25, 15:25] = 12.0  # a rock block with a loose pile against it
+    sed = np.zeros((N, N))
+    sed[10:30, 5:15] = 8.0
+    t = Terrain.from_heights(bed, world_units=False, sediment=sed)
+    total0 = t.total_material()
+    prev = t.bedrock.copy()
+    for _ in range(20):
+        run(t, 10, ThermalParams(weathering=0.01))
+        assert np.all(t.bedrock <= prev)
+        prev = t.bedrock.copy()
+    assert (t.bedrock < bed).any(), "bare rock weathers"
+    # weathering is the only change to rock: at most 200 x 0.01 per cell
+    assert (bed - t.bedrock).max() <= 200 * 0.01 + 1e-9
+    assert abs(t.total_material() - total0) < 1e-10 * total0
+    assert t.sediment.min() >= 0
+    frozen = Terrain.from_heights(bed, world_units=False, sediment=sed)
+    run(frozen, 200, ThermalParams(weathering=0.0))
+    assert np.array_equal(frozen.bedrock, bed), "without weathering rock never changes"
+
+
+def test_buried_rock_weathers_less_than_bare_rock():
+    sed = np.zeros((N, N))
+    sed[:, N // 2:] = 2.0
+    t = Terrain.from_heights(np.zeros((N, N)), world_units=False, sediment=sed)
+    run(t, 1, ThermalParams(weathering=0.01, soil_depth=0.5))
+    bare = -t.bedrock[:, 2].mean()
+    buried = -t.bedrock[:, -3].mean()
+    assert buried == pytest.approx(bare * math.exp(-2.0 / 0.5), rel=1e-6)
+
+
+def test_deterministic_and_independent_of_thread_count(hills):
+    sed = np.full(hills.shape, 2.0)
+    results = []
+    old = numba.get_num_threads()
+    try:
+        for threads in (1, numba.config.NUMBA_NUM_THREADS, 1):
+            numba.set_num_threads(threads)
+            t = Terrain.from_heights(hills, world_units=False, sediment=sed)
+            run(t, 50, ThermalParams(weathering=0.002))
+            results.append(t)
+    finally:
+        numba.set_num_threads(old)
+    for other in results[1:]:
+        for name in ("bedrock", "sediment", "eroded", "deposited"):
+            assert np.array_equal(getattr(results[0], name), getattr(other, name))
+
+
+def test_runs_inside_a_simulation_with_wind(hills):
+    from simcore.wind import WindParams
+    t = Terrain.from_heights(hills, world_units=False, sediment=np.full(hills.shape, 1.0))
+    total0 = t.total_material()
+    Simulation(t, {"thermal": ThermalParams(batch=2), "wind": WindParams(batch=50)},
+               seed=1, particles=520).run()
+    assert abs((total0 - t.total_material()) - t.outflow) < 1e-10 * total0
+
+
+params_strategy = st.builds(
+    ThermalParams, talus_angle=st.floats(0, 89), weathering=st.floats(0, 1),
+    soil_depth=st.floats(0.001, 1000), settling=st.floats(0, 1),
+    batch=st.integers(1, 8))
+
+
+@given(heights=arrays(np.float64, st.tuples(st.integers(3, 16), st.integers(3, 16)),
+                      elements=st.floats(-1e3, 1e3)),
+       data=st.data(), params=params_strategy, passes=st.integers(1, 20))
+def test_random_terrains_and_parameters_never_give_nan(heights, data, params, passes):
+    sed = data.draw(arrays(np.float64, heights.shape, elements=st.floats(0, 100)))
+    t = Terrain.from_heights(heights, world_units=False, sediment=sed)
+    total0 = t.total_material()
+    run(t, passes, params)
+    for name, arr in t.arrays().items():
+        assert np.all(np.isfinite(arr)), name
+    assert t.sediment.min() >= 0
+    assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
+    tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
+    assert abs(t.total_material() - total0) < tol

@@ -1,0 +1,136 @@
+"""Trees: where they grow and die, root density, coupling with hydrology, determinism."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from simcore import hydrology, vegetation
+from simcore.hydrology import HydrologyParams
+from simcore.simulation import Simulation
+from simcore.state_io import load_state, save_state
+from simcore.terrain import Terrain
+from simcore.vegetation import TreeParams
+
+LUSH = TreeParams(spawn_tries=20, spread_chance=0.2)
+
+
+def terrain(heights, **layers):
+    return Terrain.from_heights(np.asarray(heights, dtype=float), world_units=False, **layers)
+
+
+def grow(t, cycles, params=LUSH, seed=1):
+    vegetation.run_batch(t, params, seed, 0, cycles)
+    return t
+
+
+def cells(t):
+    return (np.floor(t.trees[:, 1] + 0.5).astype(int), np.floor(t.trees[:, 0] + 0.5).astype(int))
+
+
+def test_trees_spread_grow_and_write_root_density():
+    t = grow(terrain(np.zeros((32, 32))), 60)
+    assert len(t.trees) > 100
+    assert np.all((t.trees[:, 2] >= 0.5) & (t.trees[:, 2] <= 1.0))
+    assert t.trees[:, 2].max() > 0.9, "the first trees have grown toward full size"
+    assert np.all((t.vegetation >= 0) & (t.vegetation <= 1))
+    r, c = cells(t)
+    assert np.all(t.vegetation[r, c] > 0), "a tree's roots are under it"
+    assert np.all((t.trees[:, 0] >= 0) & (t.trees[:, 0] <= 31))
+    assert np.all((t.trees[:, 1] >= 0) & (t.trees[:, 1] <= 31))
+    t.validate()
+
+
+def test_trees_never_stand_in_pools_or_on_strong_streams_or_cliffs():
+    n = 32
+    h = np.zeros((n, n))
+    h[:, 24:] = 3.0 * np.arange(8)  # a cliff band: steepness > 0.6
+    pool = np.zeros((n, n))
+    pool[4:14, 4:14] = 0.5
+    stream = np.zeros((n, n))
+    stream[20:23, :] = 0.9
+    t = grow(terrain(h, pool=pool, stream=stream), 80)
+    r, c = cells(t)
+    assert len(t.trees) > 50
+    assert np.all(t.pool[r, c] == 0)
+    assert np.all(t.stream[r, c] <= LUSH.max_stream)
+    assert np.all(c < 25), "no tree on the cliff"
+    # flood a forested patch: its trees die in the next cycle
+    wet = np.zeros((n, n), bool)
+    wet[14:20, :20] = True
+    assert wet[r, c].any()
+    t.pool[wet] = 0.2
+    grow(t, 1, seed=2)
+    r, c = cells(t)
+    assert not wet[r, c].any()
+
+
+def test_trees_die_by_chance():
+    t = grow(terrain(np.zeros((24, 24))), 40)
+    many = len(t.trees)
+    vegetation.run_batch(t, TreeParams(spawn_tries=0, spread_chance=0.0, death_chance=0.2),
+                         1, 100, 10)
+    assert 0 < len(t.trees) < 0.3 * many
+
+
+def test_simulation_with_hydrology_keeps_trees_out_of_pools(hills):
+    t = terrain(hills, stream=np.where(hills < 4, 1.0, 0.0))
+    sim = Simulation(t, {"hydrology": HydrologyParams(batch=200), "trees": LUSH}, seed=3,
+                     particles=201 * 30)
+    saw_pool = False
+    while not sim.progress().done:
+        sim.run_round()
+        r, c = cells(t)
+        saw_pool |= bool((t.pool > 0).any())
+        assert np.all(t.pool[r, c] == 0)
+    assert saw_pool and len(t.trees) > 0
+    assert np.isfinite(t.height()).all()
+
+
+def test_vegetation_reduces_erosion(hills):
+    bare = terrain(hills)
+    forest = grow(terrain(hills), 150, TreeParams(spawn_tries=50, spread_chance=0.3,
+                                                  max_steepness=1.0))
+    assert forest.vegetation.mean() > 0.5
+    p = HydrologyParams(batch=250)
+    for t in (bare, forest):
+        for b in range(8):
+            hydrology.run_batch(t, p, 7, b * p.batch, p.batch)
+    assert forest.eroded.sum() < 0.7 * bare.eroded.sum(), (forest.eroded.sum(),
+                                                           bare.eroded.sum())
+
+
+def test_same_seed_same_trees_other_seed_differs(hills):
+    a = grow(terrain(hills), 40, seed=5)
+    b = terrain(hills)
+    for first in range(0, 40, 8):  # sliced into batches: same cycles, same result
+        vegetation.run_batch(b, LUSH, 5, first, 8)
+    c = grow(terrain(hills), 40, seed=6)
+    assert np.array_equal(a.trees, b.trees)
+    assert np.array_equal(a.vegetation, b.vegetation)
+    assert not np.array_equal(a.trees, c.trees)
+
+
+def test_trees_are_state_copied_saved_and_loaded(tmp_path, hills):
+    t = grow(terrain(hills), 20)
+    assert len(t.trees) > 0
+    copy = t.copy()
+    copy.trees[0, 2] = 0.123
+    assert t.trees[0, 2] != 0.123
+    path = save_state(tmp_path / "s.npz", t, {"seed": 1})
+    back, _ = load_state(path)
+    assert np.array_equal(back.trees, t.trees)
+    assert np.array_equal(back.vegetation, t.vegetation)
+    assert terrain(hills).trees.shape == (0, 3)
+
+
+@given(arrays(np.float64, st.tuples(st.integers(3, 16), st.integers(3, 16)),
+              elements=st.floats(-30, 30)),
+       st.integers(0, 2**32), st.integers(0, 30))
+def test_random_terrains_give_valid_trees(h, seed, cycles):
+    t = terrain(h)
+    vegetation.run_batch(t, LUSH, seed, 0, cycles)
+    t.validate()
+    assert np.all((t.vegetation >= 0) & (t.vegetation <= 1))
+    if len(t.trees):
+        assert np.isfinite(t.trees).all()
