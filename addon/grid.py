@@ -53,6 +53,8 @@ class Grid:
     order: np.ndarray
     cell_x: float
     cell_y: float
+    x0: float = 0.0  # local position of raster cell (0, 0)
+    y0: float = 0.0
 
     @property
     def identity(self) -> bool:
@@ -143,7 +145,7 @@ def detect_grid(me: bpy.types.Mesh, positions: np.ndarray | None = None) -> Grid
         raise GridError("the grid has non-quad faces (triangulated?): use a quad grid")
     order = np.empty(nv, np.int64)
     order[flat] = np.arange(nv)
-    return Grid(ny, nx, order, ext[0] / (nx - 1), ext[1] / (ny - 1))
+    return Grid(ny, nx, order, ext[0] / (nx - 1), ext[1] / (ny - 1), lo[0], lo[1])
 
 
 def read_float_layer(me: bpy.types.Mesh, name: str, grid: Grid) -> np.ndarray | None:
@@ -218,6 +220,28 @@ class MeshSnapshot:
                 attr.data.foreach_get(key, data)
                 saved[attr.name] = (attr.data_type, data)
         return cls(read_positions(me).copy(), saved)
+
+    @staticmethod
+    def take_vertices(me: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray | None]:
+        """Positions and the 'size' attribute of a loose-vertex object (trees, water)."""
+        size = None
+        attr = me.attributes.get("size")
+        if attr is not None and attr.data_type == 'FLOAT' and attr.domain == 'POINT':
+            size = np.empty(len(me.vertices), np.float32)
+            attr.data.foreach_get("value", size)
+        return read_positions(me).copy(), size
+
+    @staticmethod
+    def restore_vertices(me: bpy.types.Mesh, saved) -> None:
+        positions, size = saved
+        if len(me.vertices) != len(positions):
+            me.clear_geometry()
+            me.vertices.add(len(positions))
+        me.attributes["position"].data.foreach_set("vector", positions.ravel())
+        if size is not None:
+            attr = _ensure(me, "size", 'FLOAT')
+            attr.data.foreach_set("value", size)
+        me.update()
 
     def restore(self, me: bpy.types.Mesh) -> None:
         me.attributes["position"].data.foreach_set("vector", self.positions.ravel())

@@ -9,6 +9,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from . import instances
 from .simcore import __version__ as simcore_version
 from .simcore.simulation import PROCESSES, Progress, Simulation
 from .simcore.terrain import Terrain, TerrainError
@@ -56,6 +57,12 @@ class ErosionJob:
         self.snapshot = gridio.MeshSnapshot.take(me)
         self.original_missing = me.attributes.get(gridio.ORIGINAL_Z) is None
         terrain, resumed = self._read_state(me, z)
+        self.with_trees = "trees" in params
+        if self.with_trees and resumed:
+            terrain.trees = instances.read_trees(obj, self.grid)
+        self.with_water = "pool" in self.outputs and settings.water_surface
+        self.extras_before = {key: _extra_state(getattr(settings, key))
+                              for key in ("trees_object", "water_object")}
         rounds = settings.rounds_done if resumed and settings.state_seed == settings.seed else 0
         work = settings.particles if particles is None else particles
         self.sim = Simulation(terrain, params, seed=settings.seed, particles=work,
@@ -139,6 +146,10 @@ class ErosionJob:
             if self.write_colors and name in gridio.COLOR_LAYERS:
                 gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, name, values, rgba)
         me.update()
+        if self.with_trees:
+            instances.update_trees(obj, g, t.trees, t.height())
+        if self.with_water:
+            instances.update_water(obj, g, t.height(), t.pool)
 
     def finish(self) -> None:
         """Keep the result: final write and the bookkeeping that lets a run resume."""
@@ -158,6 +169,22 @@ class ErosionJob:
         obj = bpy.data.objects.get(self.obj_name)
         if obj is not None and obj.type == 'MESH' and len(obj.data.vertices) == self.vertex_count:
             self.snapshot.restore(obj.data)
+            settings = obj.terrain_erosion
+            for key, before in self.extras_before.items():
+                current = getattr(settings, key)
+                if before is None:  # made by this run: remove it
+                    if current is not None:
+                        setattr(settings, key, None)
+                        instances.remove_object(current)
+                elif current is not None and current.name == before[0]:
+                    gridio.MeshSnapshot.restore_vertices(current.data, before[1])
+
+
+def _extra_state(obj: bpy.types.Object | None):
+    """(name, vertex snapshot) of a trees/water object, or None if there is none."""
+    if obj is None or obj.type != 'MESH':
+        return None
+    return obj.name, gridio.MeshSnapshot.take_vertices(obj.data)
 
 
 def reset_to_original(obj: bpy.types.Object) -> bool:
@@ -170,6 +197,10 @@ def reset_to_original(obj: bpy.types.Object) -> bool:
     gridio.write_heights(me, g, gridio.read_positions(me), original)
     gridio.remove_layers(me)
     me.update()
+    for key in ("trees_object", "water_object"):
+        extra = getattr(obj.terrain_erosion, key)
+        setattr(obj.terrain_erosion, key, None)
+        instances.remove_object(extra)
     obj.terrain_erosion.rounds_done = 0
     obj.terrain_erosion.state_seed = -1
     return True

@@ -105,6 +105,14 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
         col = layout.column(align=True)
         for field in fields:
             col.prop(group, field)
+        settings = context.active_object.terrain_erosion
+        if name == "trees":
+            box = layout.box()
+            box.prop(settings, "tree_object")
+            box.prop(settings, "tree_collection")
+            box.prop(settings, "tree_scale")
+        if name == "hydrology":
+            layout.prop(settings, "water_surface")
         if name == "wind":
             layout.label(text=f"Blows towards {compass(group.direction)}", icon='FORCE_WIND')
             layout.label(text="The orange arrow in the viewport shows it")

@@ -99,6 +99,25 @@ def _settings_annotations() -> dict:
         "state_seed": bpy.props.IntProperty(
             name="State Seed", default=-1, min=-1,
             description="Seed of the run that produced the stored state"),
+        "tree_object": bpy.props.PointerProperty(
+            name="Tree", type=bpy.types.Object,
+            description="Object instanced for every tree (empty: a simple built-in tree)"),
+        "tree_collection": bpy.props.PointerProperty(
+            name="Tree Collection", type=bpy.types.Collection,
+            description="Instance a random object of this collection per tree (overrides "
+                        "Tree)"),
+        "tree_scale": bpy.props.FloatProperty(
+            name="Tree Scale", default=0.0, min=0.0, soft_max=100.0, subtype='DISTANCE',
+            description="Height of a full-grown tree in local units (0: 4 cells)"),
+        "water_surface": bpy.props.BoolProperty(
+            name="Water Surface", default=True,
+            description="Show pools (lakes, sea) as a water surface object for rendering"),
+        "trees_object": bpy.props.PointerProperty(
+            name="Trees Object", type=bpy.types.Object,
+            description="Point object holding the simulated trees (made by the add-on)"),
+        "water_object": bpy.props.PointerProperty(
+            name="Water Object", type=bpy.types.Object,
+            description="Water surface object (made by the add-on)"),
         "provenance": bpy.props.StringProperty(
             name="Provenance", default="",
             description="Preset, seed, work and simcore version of the last run"),

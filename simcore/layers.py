@@ -63,3 +63,21 @@ def gray_to_rgba(name: str, values: np.ndarray, rgba: np.ndarray,
     _gray_rgba(values, name in DEPTH_LIKE, np.empty(0, np.int64) if order is None else order,
                rgba)
     return rgba
+
+
+def water_surface(height: np.ndarray, pool: np.ndarray, below: float = 0.5) -> np.ndarray:
+    """Heights of a water surface mesh (cell units): ground + pool depth where there is
+    water, ``below`` cells under the ground elsewhere (hidden by the terrain)."""
+    return np.where(pool > 1e-6, height + pool, height - below)
+
+
+def sample_bilinear(height: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Bilinear heights at points (x = column, y = row, cell units), clamped to the grid."""
+    rows, cols = height.shape
+    x = np.clip(x, 0.0, cols - 1.000001)
+    y = np.clip(y, 0.0, rows - 1.000001)
+    xi, yi = x.astype(np.int64), y.astype(np.int64)
+    fx, fy = x - xi, y - yi
+    top = height[yi, xi] * (1 - fx) + height[yi, xi + 1] * fx
+    bottom = height[yi + 1, xi] * (1 - fx) + height[yi + 1, xi + 1] * fx
+    return top * (1 - fy) + bottom * fy

@@ -379,3 +379,52 @@ def test_batch_command_erodes_and_saves(blender, tmp_path, capsys):
     assert "no object named 'Nope'; mesh objects: Terrain" in capsys.readouterr().err
     assert te.batch.main(["--object", "Terrain", "--set", "droplets.Kq=-1"]) == 2
     assert "out of range" in capsys.readouterr().err
+
+
+def test_rivers_trees_and_water_become_renderable_objects(blender):
+    obj = add_grid(bpy, n=48, size=4.0, relief=1.0)
+    s = obj.terrain_erosion
+    s.apply_preset(te.simcore.presets.find_preset("rivers_and_lakes"))
+    s.hydrology.sea = True
+    s.hydrology.sea_level = 4.0  # cell units: the low ground becomes sea
+    s.trees.spawn_tries = 20
+    s.particles = 3000
+    before = mesh_state(obj.data)
+    job = te.job.ErosionJob(obj)
+    job.live_update = 0.0
+    rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
+    te.operators.tick(job, rt, budget=0.0)
+    assert s.trees_object is not None and s.water_object is not None
+    job.cancel()
+    assert s.trees_object is None and s.water_object is None, "a cancelled run leaves no extras"
+    assert same_state(before, mesh_state(obj.data))
+    assert [o.name for o in bpy.data.objects if o.name.startswith("Grid ")] == []
+
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    state = mesh_state(obj.data)
+    for name in ("te_streams", "te_pools", "te_trees", "te_stream", "te_pool_depth",
+                 "te_vegetation"):
+        assert name in state, name
+    g = te.grid.detect_grid(obj.data)
+    cell = g.cell_size
+    pool = state["te_pool_depth"]
+    assert pool.max() > 0, "the sea fills the low ground"
+    trees = s.trees_object
+    assert trees.parent == obj and len(trees.data.vertices) > 0
+    assert len(trees.data.vertices) == len(te.instances.read_trees(obj, g))
+    dg = bpy.context.evaluated_depsgraph_get()
+    instanced = [i for i in dg.object_instances if i.is_instance and i.parent.name == trees.name]
+    assert len(instanced) == len(trees.data.vertices), "one tree instance per simulated tree"
+    tree_xyz = positions(trees.data)
+    ground = positions(obj.data)
+    # trees stand on the ground: their z lies within the local height range around them
+    assert tree_xyz[:, 2].min() >= ground[:, 2].min() - 1e-4
+    water = positions(s.water_object.data)
+    wet = pool > 0
+    assert np.allclose(water[wet, 2], ground[wet, 2] + pool[wet], atol=1e-4)
+    assert np.all(water[~wet, 2] < ground[~wet, 2])
+    at_sea = np.isclose(water[wet, 2], 4.0 * cell, atol=1e-4)
+    assert at_sea.mean() > 0.95, "the sea is flat at sea level (a few inland puddles aside)"
+    assert bpy.ops.terrain.reset() == {'FINISHED'}
+    assert s.trees_object is None and s.water_object is None
+    assert "Grid Trees" not in bpy.data.objects and "Grid Water" not in bpy.data.objects

@@ -1,0 +1,218 @@
+"""Renderable extras next to the terrain: a point object carrying the trees (positions and
+sizes, instanced by a Geometry Nodes modifier) and a water surface object for pools.
+
+Both are children of the terrain object with an identity parent inverse, so their
+local coordinates are the terrain's local coordinates. They are found through pointers
+in the terrain's settings, never by name alone.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from .grid import Grid, read_positions
+from .simcore.layers import sample_bilinear, water_surface
+
+TREE_GROUP = "Terrain Erosion Trees"
+DEFAULT_TREE = "TE Default Tree"
+WATER_MATERIAL = "TE Water"
+
+
+def _child_object(terrain: bpy.types.Object, name: str) -> bpy.types.Object:
+    me = bpy.data.meshes.new(name)
+    obj = bpy.data.objects.new(name, me)
+    for coll in terrain.users_collection:
+        coll.objects.link(obj)
+    obj.parent = terrain
+    obj.matrix_parent_inverse.identity()
+    return obj
+
+
+def _set_vertices(me: bpy.types.Mesh, co: np.ndarray) -> None:
+    """Replace ``me``'s geometry by loose vertices at ``co`` (n, 3)."""
+    me.clear_geometry()
+    me.vertices.add(len(co))
+    me.attributes["position"].data.foreach_set(
+        "vector", np.ascontiguousarray(co, np.float32).ravel())
+
+
+def default_tree() -> bpy.types.Object:
+    """A simple low-poly tree (trunk + crown, 1 unit tall), hidden, made once."""
+    obj = bpy.data.objects.get(DEFAULT_TREE)
+    if obj is not None and obj.type == 'MESH':
+        return obj
+    sides = 8
+    a = np.linspace(0, 2 * np.pi, sides, endpoint=False)
+    ring = np.stack([np.cos(a), np.sin(a)], 1)
+    verts = [(0.0, 0.0, 1.0)]                                       # crown tip
+    verts += [(0.35 * x, 0.35 * y, 0.3) for x, y in ring]           # crown base
+    verts += [(0.06 * x, 0.06 * y, 0.0) for x, y in ring]           # trunk bottom
+    verts += [(0.06 * x, 0.06 * y, 0.3) for x, y in ring]           # trunk top
+    faces = [(0, 1 + i, 1 + (i + 1) % sides) for i in range(sides)]
+    faces += [tuple(1 + i for i in reversed(range(sides)))]
+    faces += [(1 + sides + i, 1 + sides + (i + 1) % sides, 1 + 2 * sides + (i + 1) % sides,
+               1 + 2 * sides + i) for i in range(sides)]
+    me = bpy.data.meshes.new(DEFAULT_TREE)
+    me.from_pydata(verts, [], faces)
+    me.update()
+    mat = bpy.data.materials.new("TE Tree")
+    mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (
+        0.05, 0.18, 0.04, 1)
+    me.materials.append(mat)
+    obj = bpy.data.objects.new(DEFAULT_TREE, me)
+    obj.hide_viewport = obj.hide_render = True
+    bpy.context.scene.collection.objects.link(obj)
+    return obj
+
+
+def _tree_node_group() -> bpy.types.NodeTree:
+    """Instance the object or collection from the modifier inputs on every point,
+    scaled by the point's 'size' attribute times 'Scale'."""
+    group = bpy.data.node_groups.get(TREE_GROUP)
+    if group is not None:
+        return group
+    group = bpy.data.node_groups.new(TREE_GROUP, 'GeometryNodeTree')
+    iface = group.interface
+    iface.new_socket("Geometry", in_out='INPUT', socket_type='NodeSocketGeometry')
+    iface.new_socket("Tree", in_out='INPUT', socket_type='NodeSocketObject')
+    iface.new_socket("Trees Collection", in_out='INPUT', socket_type='NodeSocketCollection')
+    iface.new_socket("Use Collection", in_out='INPUT', socket_type='NodeSocketBool')
+    scale = iface.new_socket("Scale", in_out='INPUT', socket_type='NodeSocketFloat')
+    scale.default_value, scale.min_value = 1.0, 0.0
+    iface.new_socket("Geometry", in_out='OUTPUT', socket_type='NodeSocketGeometry')
+    n, link = group.nodes, group.links.new
+    gin, gout = n.new("NodeGroupInput"), n.new("NodeGroupOutput")
+    obj_info = n.new("GeometryNodeObjectInfo")
+    coll_info = n.new("GeometryNodeCollectionInfo")
+    coll_info.inputs["Separate Children"].default_value = True
+    coll_info.inputs["Reset Children"].default_value = True
+    switch = n.new("GeometryNodeSwitch")
+    switch.input_type = 'GEOMETRY'
+    size = n.new("GeometryNodeInputNamedAttribute")
+    size.data_type = 'FLOAT'
+    size.inputs["Name"].default_value = "size"
+    mult = n.new("ShaderNodeMath")
+    mult.operation = 'MULTIPLY'
+    rand = n.new("FunctionNodeRandomValue")
+    rand.data_type = 'INT'
+    rand.inputs["Max"].default_value = 1000
+    rot = n.new("FunctionNodeRandomValue")
+    rot.data_type = 'FLOAT_VECTOR'
+    rot.inputs["Max"].default_value = (0, 0, 6.2831853)
+    inst = n.new("GeometryNodeInstanceOnPoints")
+    link(gin.outputs["Tree"], obj_info.inputs["Object"])
+    link(gin.outputs["Trees Collection"], coll_info.inputs["Collection"])
+    link(gin.outputs["Use Collection"], switch.inputs["Switch"])
+    link(obj_info.outputs["Geometry"], switch.inputs["False"])
+    link(coll_info.outputs["Instances"], switch.inputs["True"])
+    link(gin.outputs["Geometry"], inst.inputs["Points"])
+    link(switch.outputs["Output"], inst.inputs["Instance"])
+    link(gin.outputs["Use Collection"], inst.inputs["Pick Instance"])
+    link(rand.outputs["Value"], inst.inputs["Instance Index"])
+    link(rot.outputs["Value"], inst.inputs["Rotation"])
+    link(size.outputs["Attribute"], mult.inputs[0])
+    link(gin.outputs["Scale"], mult.inputs[1])
+    link(mult.outputs["Value"], inst.inputs["Scale"])
+    link(inst.outputs["Instances"], gout.inputs["Geometry"])
+    return group
+
+
+def update_trees(terrain: bpy.types.Object, grid: Grid, trees: np.ndarray,
+                 height: np.ndarray) -> bpy.types.Object:
+    """Create or update the tree point object: one vertex per tree on the surface
+    (``height`` in cell units), a 'size' attribute, and the instancing modifier."""
+    s = terrain.terrain_erosion
+    obj = s.trees_object
+    if obj is None or obj.type != 'MESH':
+        obj = _child_object(terrain, f"{terrain.name} Trees")
+        s.trees_object = obj
+    cell = grid.cell_size
+    co = np.zeros((len(trees), 3))
+    co[:, 0] = grid.x0 + trees[:, 0] * grid.cell_x
+    co[:, 1] = grid.y0 + trees[:, 1] * grid.cell_y
+    co[:, 2] = sample_bilinear(height, trees[:, 0], trees[:, 1]) * cell
+    me = obj.data
+    _set_vertices(me, co)
+    me.attributes.new("size", 'FLOAT', 'POINT').data.foreach_set(
+        "value", np.ascontiguousarray(trees[:, 2], np.float32))
+    me.update()
+    mod = obj.modifiers.get("Trees")
+    if mod is None or mod.type != 'NODES':
+        mod = obj.modifiers.new("Trees", 'NODES')
+        mod.node_group = _tree_node_group()
+    ids = {item.name: item.identifier for item in mod.node_group.interface.items_tree
+           if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
+    mod[ids["Tree"]] = s.tree_object or default_tree()
+    mod[ids["Trees Collection"]] = s.tree_collection
+    mod[ids["Use Collection"]] = s.tree_collection is not None
+    mod[ids["Scale"]] = s.tree_scale if s.tree_scale > 0 else 4.0 * cell
+    obj.update_tag()
+    return obj
+
+
+def read_trees(terrain: bpy.types.Object, grid: Grid) -> np.ndarray:
+    """Trees stored on the tree object, as simcore rows (column, row, size)."""
+    obj = terrain.terrain_erosion.trees_object
+    if obj is None or obj.type != 'MESH' or len(obj.data.vertices) == 0:
+        return np.zeros((0, 3))
+    me = obj.data
+    co = read_positions(me)
+    size = np.ones(len(co), np.float32)
+    attr = me.attributes.get("size")
+    if attr is not None and attr.data_type == 'FLOAT' and attr.domain == 'POINT':
+        attr.data.foreach_get("value", size)
+    out = np.empty((len(co), 3))
+    out[:, 0] = (co[:, 0] - grid.x0) / grid.cell_x
+    out[:, 1] = (co[:, 1] - grid.y0) / grid.cell_y
+    out[:, 2] = size
+    return out
+
+
+def _water_material() -> bpy.types.Material:
+    mat = bpy.data.materials.get(WATER_MATERIAL)
+    if mat is None:
+        mat = bpy.data.materials.new(WATER_MATERIAL)
+        bsdf = mat.node_tree.nodes["Principled BSDF"]
+        bsdf.inputs["Base Color"].default_value = (0.02, 0.09, 0.14, 1)
+        bsdf.inputs["Roughness"].default_value = 0.05
+        bsdf.inputs["Transmission Weight"].default_value = 0.6
+    return mat
+
+
+def update_water(terrain: bpy.types.Object, grid: Grid, height: np.ndarray,
+                 pool: np.ndarray) -> bpy.types.Object:
+    """Create or update the water surface: the terrain's topology, at ground + pool
+    depth where there is water and hidden under the ground elsewhere."""
+    from .grid import write_heights
+    s = terrain.terrain_erosion
+    obj = s.water_object
+    if obj is None or obj.type != 'MESH' or len(obj.data.vertices) != grid.rows * grid.cols:
+        if obj is not None:
+            remove_object(obj)
+        me = terrain.data.copy()
+        for name in [a.name for a in me.attributes if a.name.startswith("te_")]:
+            me.attributes.remove(me.attributes[name])
+        me.materials.clear()
+        me.materials.append(_water_material())
+        me.name = f"{terrain.name} Water"
+        obj = bpy.data.objects.new(me.name, me)
+        for coll in terrain.users_collection:
+            coll.objects.link(obj)
+        obj.parent = terrain
+        obj.matrix_parent_inverse.identity()
+        s.water_object = obj
+    write_heights(obj.data, grid, read_positions(obj.data), water_surface(height, pool),
+                  grid.cell_size)
+    obj.data.update()
+    return obj
+
+
+def remove_object(obj: bpy.types.Object | None) -> None:
+    """Delete an extra object and its mesh if nothing else uses it."""
+    if obj is None:
+        return
+    me = obj.data if obj.type == 'MESH' else None
+    bpy.data.objects.remove(obj)
+    if me is not None and me.users == 0:
+        bpy.data.meshes.remove(me)
