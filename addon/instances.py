@@ -166,7 +166,10 @@ def read_trees(terrain: bpy.types.Object, grid: Grid) -> np.ndarray:
     out[:, 0] = (co[:, 0] - grid.x0) / grid.cell_x
     out[:, 1] = (co[:, 1] - grid.y0) / grid.cell_y
     out[:, 2] = size
-    return out
+    # points moved or a re-gridded mesh: keep only trees that stand on the grid
+    inside = ((out[:, 0] >= 0) & (out[:, 0] <= grid.cols - 1) & (out[:, 1] >= 0)
+              & (out[:, 1] <= grid.rows - 1) & np.isfinite(out).all(1))
+    return out[inside]
 
 
 def _water_material() -> bpy.types.Material:

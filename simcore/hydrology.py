@@ -347,12 +347,15 @@ def _descend(x, y, vx, vy, volume, sed, p, height, bedrock, sediment, eroded, de
             return _FLOOD, x, y, vx, vy, volume, sed, steps
         if pool[r, c] <= 0.0:  # water standing in a pool exchanges nothing
             speed = np.sqrt(vx * vx + vy * vy)
-            c_eq = max(0.0, speed * (height[r, c] - height[nr, nc]))
-            change = dt * eff_d * (c_eq - sed)
+            drop = height[r, c] - height[nr, nc]
+            c_eq = max(0.0, volume * speed * drop)
+            # a rate above 1 would overshoot the equilibrium (negative load)
+            change = min(dt * eff_d, 1.0) * (c_eq - sed)
             mass = volume * change
             if mass > 0.0:
-                got = take(r, c, mass, height, bedrock, sediment, eroded, deposited,
-                           erodibility)
+                # never dig a cell below the next one on the path: no pits, no runaway
+                got = take(r, c, min(mass, max(0.99 * drop, 0.0)), height, bedrock,
+                           sediment, eroded, deposited, erodibility)
                 sed += got / volume
             elif mass < 0.0:
                 put(r, c, -mass, height, bedrock, sediment, deposited)

@@ -150,6 +150,11 @@ class Terrain:
                                f"shape {trees.shape}")
         if not np.isfinite(trees).all():
             raise TerrainError("'trees' has NaN/inf values")
+        rows, cols = self.bedrock.shape
+        if len(trees) and (trees[:, 0].min() < 0 or trees[:, 0].max() > cols - 1
+                           or trees[:, 1].min() < 0 or trees[:, 1].max() > rows - 1):
+            raise TerrainError(f"'trees' has positions outside the {rows}x{cols} grid "
+                               "(x must be in 0..cols-1, y in 0..rows-1)")
         self.trees = np.ascontiguousarray(trees, dtype=np.float64)
 
     def copy(self) -> Terrain:

@@ -191,6 +191,9 @@ def _run_batch(seed, first, count, p, height, bedrock, sediment, eroded, deposit
         else:  # through the top (py >= 0) or bottom edge
             x = b * cols
             y = a if py >= 0.0 else rows - 1.0 + a
+        # rounding can give exactly cols or rows (e.g. 49.0 + (1 - 2**-53) == 50.0)
+        x = min(x, np.nextafter(cols, 0.0))
+        y = min(y, np.nextafter(rows, 0.0))
         vx = px
         vy = py
         vz = 0.0  # vertical speed, in the seed's height unit per time

@@ -282,16 +282,23 @@ def test_fill_cost_does_not_depend_on_the_map():
 
 @given(arrays(np.float64, st.tuples(st.integers(4, 20), st.integers(4, 20)),
               elements=st.floats(-50, 50)),
-       st.booleans(), st.floats(-10, 10), st.integers(0, 2**32))
-def test_random_terrains_stay_finite_and_booked(h, sea, level, seed):
+       st.booleans(), st.floats(-10, 10), st.integers(0, 2**32),
+       st.floats(0.01, 1.9), st.floats(0, 1), st.floats(1e-4, 0.5), st.floats(0, 0.5))
+def test_random_terrains_stay_finite_and_booked(h, sea, level, seed, dt, deposition, evap,
+                                                friction):
     t = terrain(h)
-    p = HydrologyParams(batch=40, sea=sea, sea_level=level)
+    p = HydrologyParams(batch=40, sea=sea, sea_level=level, dt=dt, deposition=deposition,
+                        evaporation=evap, friction=friction)
     run(t, 3, p, seed=seed)
     for name, arr in t.arrays().items():
         assert np.isfinite(arr).all(), name
     assert (t.pool >= 0).all() and (t.stream >= 0).all() and (t.stream <= 1).all()
+    assert t.outflow >= 0 and t.sediment.min() >= 0
     tol = 1e-9 * (np.abs(h).sum() + 1)
     assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) < tol
+    assert abs((h.sum() - t.total_material()) - t.outflow) < tol
+    # erosion never digs below the next cell: the relief cannot run away
+    assert t.height().min() >= h.min() - 1e-9
     t.validate()
 
 

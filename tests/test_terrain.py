@@ -41,3 +41,12 @@ def test_mismatched_layer_and_bad_ranges_are_refused():
         Terrain.from_heights(np.zeros((4, 4)), cell_size=0.0)
     with pytest.raises(TerrainError, match="unknown terrain array"):
         Terrain.from_heights(np.zeros((4, 4)), lava=np.zeros((4, 4)))
+
+
+def test_trees_outside_the_grid_are_refused():
+    t = Terrain.from_heights(np.zeros((8, 8)))
+    t.trees = np.array([[3.0, 20.0, 0.5]])
+    with pytest.raises(TerrainError, match="outside the 8x8 grid"):
+        t.validate()
+    t.trees = np.array([[3.0, 7.0, 0.5]])
+    t.validate()
