@@ -173,13 +173,23 @@ def read_trees(terrain: bpy.types.Object, grid: Grid) -> np.ndarray:
 
 
 def _water_material() -> bpy.types.Material:
+    """Clear blue water where the 'te_wet' attribute is 1, fully transparent where dry."""
     mat = bpy.data.materials.get(WATER_MATERIAL)
     if mat is None:
         mat = bpy.data.materials.new(WATER_MATERIAL)
-        bsdf = mat.node_tree.nodes["Principled BSDF"]
+        nodes, links = mat.node_tree.nodes, mat.node_tree.links
+        bsdf = nodes["Principled BSDF"]
         bsdf.inputs["Base Color"].default_value = (0.02, 0.09, 0.14, 1)
         bsdf.inputs["Roughness"].default_value = 0.05
         bsdf.inputs["Transmission Weight"].default_value = 0.6
+        wet = nodes.new("ShaderNodeAttribute")
+        wet.attribute_type, wet.attribute_name = 'GEOMETRY', "te_wet"
+        clear = nodes.new("ShaderNodeBsdfTransparent")
+        mix = nodes.new("ShaderNodeMixShader")
+        links.new(wet.outputs["Fac"], mix.inputs["Fac"])
+        links.new(clear.outputs["BSDF"], mix.inputs[1])
+        links.new(bsdf.outputs["BSDF"], mix.inputs[2])
+        links.new(mix.outputs["Shader"], nodes["Material Output"].inputs["Surface"])
     return mat
 
 
@@ -187,7 +197,7 @@ def update_water(terrain: bpy.types.Object, grid: Grid, height: np.ndarray,
                  pool: np.ndarray) -> bpy.types.Object:
     """Create or update the water surface: the terrain's topology, at ground + pool
     depth where there is water and hidden under the ground elsewhere."""
-    from .grid import write_heights
+    from .grid import write_float_layer, write_heights
     s = terrain.terrain_erosion
     obj = s.water_object
     if obj is None or obj.type != 'MESH' or len(obj.data.vertices) != grid.rows * grid.cols:
@@ -207,6 +217,7 @@ def update_water(terrain: bpy.types.Object, grid: Grid, height: np.ndarray,
         s.water_object = obj
     write_heights(obj.data, grid, read_positions(obj.data), water_surface(height, pool),
                   grid.cell_size)
+    write_float_layer(obj.data, "te_wet", grid, (pool > 1e-6).astype(np.float64))
     obj.data.update()
     return obj
 

@@ -17,7 +17,8 @@ def test_generate_erode_resume_and_shade(tmp_path, capsys):
     heights = np.load(h)
     assert heights.shape == (40, 40)
     out = tmp_path / "e.npz"
-    assert main(["erode", "--input", str(h), "--output", str(out), "--cell-size", "2",
+    assert main(["erode", "--preset", "droplets_only", "--input", str(h), "--output", str(out),
+                 "--cell-size", "2",
                  "--particles", "3000", "--set", "droplets.batch=1000",
                  "--set", "droplets.Kq=12"]) == 0
     assert "100.0%" in capsys.readouterr().err, "progress goes to stderr"
@@ -32,10 +33,12 @@ def test_generate_erode_resume_and_shade(tmp_path, capsys):
     assert meta["processes"]["droplets"]["Kq"] == 12.0
     # resuming from the state continues the same random sequence
     more = tmp_path / "more.npz"
-    assert main(["erode", "--input", str(out), "--output", str(more), "--particles", "2000",
+    assert main(["erode", "--preset", "droplets_only", "--input", str(out), "--output",
+                 str(more), "--particles", "2000",
                  "--set", "droplets.batch=1000", "--set", "droplets.Kq=12", "--quiet"]) == 0
     whole = tmp_path / "whole.npy"
-    assert main(["erode", "--input", str(h), "--output", str(whole), "--cell-size", "2",
+    assert main(["erode", "--preset", "droplets_only", "--input", str(h), "--output",
+                 str(whole), "--cell-size", "2",
                  "--particles", "5000", "--set", "droplets.batch=1000",
                  "--set", "droplets.Kq=12", "--quiet"]) == 0
     with np.load(more) as data:

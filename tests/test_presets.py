@@ -53,7 +53,7 @@ def test_missing_preset_lists_the_available_ones(tmp_path):
 
 
 def test_overrides_are_validated():
-    p = find_preset("default")
+    p = find_preset("droplets_only")
     q = p.with_overrides({"droplets.Kq": 3, "seed": 9, "snowball.enabled": True})
     assert q.params["droplets"].Kq == 3.0 and q.seed == 9
     assert set(q.enabled_params()) == {"droplets", "snowball"}

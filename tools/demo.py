@@ -42,8 +42,8 @@ def make_grid(n: int, size: float, heights: np.ndarray) -> bpy.types.Object:
 
 
 def terrain_material() -> bpy.types.Material:
-    """Rock and grass by slope, sand where sediment lies (te_sediment), wet dark soil
-    along streams and blue water in pools (te_streams, te_pools: 0 until hydrology)."""
+    """Rock and grass by slope, sand where sediment lies (te_sediment), blue along
+    rivers (te_streams) and in pools (te_pools); the water object adds lake surfaces."""
     mat = bpy.data.materials.new("Terrain Erosion Demo")
     nt = mat.node_tree
     nodes, links = nt.nodes, nt.links
@@ -77,7 +77,11 @@ def terrain_material() -> bpy.types.Material:
     links.new(sep.outputs["Z"], ramp.inputs["Value"])
     ground = mix(ramp.outputs["Result"], (0.22, 0.19, 0.16, 1), (0.16, 0.24, 0.09, 1))
     ground = mix(attribute("te_sediment").outputs["Fac"], ground, (0.62, 0.50, 0.32, 1))
-    ground = mix(attribute("te_streams").outputs["Fac"], ground, (0.08, 0.07, 0.06, 1))
+    streams = nodes.new("ShaderNodeMapRange")  # rivers: stream value 0.2 .. 0.6
+    streams.inputs["From Min"].default_value = 0.2
+    streams.inputs["From Max"].default_value = 0.6
+    links.new(attribute("te_streams").outputs["Fac"], streams.inputs["Value"])
+    ground = mix(streams.outputs["Result"], ground, (0.06, 0.13, 0.2, 1))
     ground = mix(attribute("te_pools").outputs["Fac"], ground, (0.05, 0.16, 0.28, 1))
     links.new(ground, bsdf.inputs["Base Color"])
     return mat
