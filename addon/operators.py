@@ -126,6 +126,8 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         context.window_manager.event_timer_remove(self._timer)
         if context.workspace is not None:
             context.workspace.status_text_set(None)
+        for area in context.screen.areas if context.screen else ():
+            area.tag_redraw()
         rt = _runtime(context)
         message = rt.status
         rt.running, rt.stop_requested, rt.progress = False, False, 0.0

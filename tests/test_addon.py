@@ -428,3 +428,76 @@ def test_rivers_trees_and_water_become_renderable_objects(blender):
     assert bpy.ops.terrain.reset() == {'FINISHED'}
     assert s.trees_object is None and s.water_object is None
     assert "Grid Trees" not in bpy.data.objects and "Grid Water" not in bpy.data.objects
+
+
+class _FakeContext:
+    """What modal() touches: window manager (timer removal, run state), workspace
+    status text, screen areas. The bpy module has no event loop to send real events."""
+
+    def __init__(self, rt):
+        self.removed, self.status_texts = [], []
+        self.window_manager = types.SimpleNamespace(
+            terrain_erosion=rt, event_timer_remove=self.removed.append)
+        self.workspace = types.SimpleNamespace(status_text_set=self.status_texts.append)
+        self.screen = None
+
+
+def _fake_operator(job):
+    methods = {k: v for k, v in te.operators.TERRAIN_OT_erode.__dict__.items()
+               if k in ("modal", "_end", "_end_or_continue")}
+    op = type("FakeErode", (), methods)()
+    op._job, op._timer, op.reports = job, object(), []
+    op.report = lambda level, text: op.reports.append((level, text))
+    return op
+
+
+def _event(type_, value='PRESS', timer=None, ctrl=False):
+    return types.SimpleNamespace(type=type_, value=value, timer=timer, ctrl=ctrl, oskey=False)
+
+
+def test_modal_translates_events_escape_restores_enter_keeps(blender):
+    obj = add_grid(bpy, n=32)
+    obj.terrain_erosion.particles = 100000
+    before = mesh_state(obj.data)
+    rt = bpy.context.window_manager.terrain_erosion
+    rt.running = True
+    job = te.job.ErosionJob(obj)
+    job.live_update = 0.0
+    op = _fake_operator(job)
+    ctx = _FakeContext(rt)
+    assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'RUNNING_MODAL'}
+    assert not same_state(before, mesh_state(obj.data)) and 0 < rt.progress < 1
+    assert "Esc cancel" in ctx.status_texts[-1]
+    assert op.modal(ctx, _event('TIMER', timer=object())) == {'PASS_THROUGH'}, "other timers"
+    assert op.modal(ctx, _event('MOUSEMOVE')) == {'PASS_THROUGH'}
+    assert op.modal(ctx, _event('Z', ctrl=True)) == {'RUNNING_MODAL'}, "no undo mid-run"
+    assert op.modal(ctx, _event('ESC')) == {'CANCELLED'}
+    assert same_state(before, mesh_state(obj.data)), "Esc restores the mesh exactly"
+    assert ctx.removed == [op._timer] and ctx.status_texts[-1] is None and not rt.running
+
+    rt.running = True
+    job = te.job.ErosionJob(obj)
+    op, ctx = _fake_operator(job), _FakeContext(rt)
+    op.modal(ctx, _event('TIMER', timer=op._timer))
+    assert op.modal(ctx, _event('RET')) == {'FINISHED'}
+    assert not same_state(before, mesh_state(obj.data)), "Enter keeps the result"
+    assert obj.terrain_erosion.rounds_done == job.sim.rounds_done > 0
+
+
+def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
+    obj = add_grid(bpy, n=24)
+    rt = bpy.context.window_manager.terrain_erosion
+    rt.running = True
+    obj.terrain_erosion.particles = 20000  # 10 rounds: several ticks
+    op, ctx = _fake_operator(te.job.ErosionJob(obj)), _FakeContext(rt)
+    result, ticks = {'RUNNING_MODAL'}, 0
+    while result == {'RUNNING_MODAL'} and ticks < 1000:
+        result = op.modal(ctx, _event('TIMER', timer=op._timer))
+        ticks += 1
+    assert result == {'FINISHED'} and not rt.running
+    assert obj.terrain_erosion.rounds_done == 10
+    rt.running = True
+    op, ctx = _fake_operator(te.job.ErosionJob(obj)), _FakeContext(rt)
+    bpy.data.objects.remove(obj)
+    assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'CANCELLED'}
+    assert op.reports and "deleted" in op.reports[-1][1] and not rt.running
