@@ -501,3 +501,18 @@ def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
     bpy.data.objects.remove(obj)
     assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'CANCELLED'}
     assert op.reports and "deleted" in op.reports[-1][1] and not rt.running
+
+
+def test_linked_library_meshes_are_refused(blender, tmp_path):
+    add_grid(bpy, n=12, name="LibGrid")
+    lib = tmp_path / "lib.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(lib), copy=True)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    with bpy.data.libraries.load(str(lib), link=True) as (src, dst):
+        dst.objects = ["LibGrid"]
+    linked = dst.objects[0]
+    bpy.context.collection.objects.link(linked)
+    bpy.context.view_layer.objects.active = linked
+    assert "is linked from a library" in poll_message(bpy.ops.terrain.erode)
+    with pytest.raises(te.grid.GridError, match="linked from a library"):
+        te.job.ErosionJob(linked)
