@@ -13,7 +13,6 @@ is newer than the binary.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -21,15 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .compile import compile_cached
+
 SOURCE = Path(__file__).resolve().with_name("droplet_ref.c")
 CFLAGS = ["-O3", "-march=native", "-std=c99"]
-
-
-def _cache_dir() -> Path:
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    path = Path(tempfile.gettempdir()) / f"droplet_ref_{uid}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def reference_available() -> bool:
@@ -39,19 +33,7 @@ def reference_available() -> bool:
 
 def build_reference() -> Path:
     """Compile droplet_ref.c if the binary is missing or older than the source."""
-    binary = _cache_dir() / "droplet_ref"
-    if binary.exists() and binary.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return binary
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        raise RuntimeError("gcc not found; the C reference cannot be built")
-    tmp = binary.with_name(f"droplet_ref.{os.getpid()}.tmp")
-    result = subprocess.run([gcc, *CFLAGS, "-o", str(tmp), str(SOURCE), "-lm"],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"building {SOURCE.name} failed:\n{result.stderr}")
-    os.replace(tmp, binary)  # atomic, safe if two processes build at once
-    return binary
+    return compile_cached(SOURCE, "gcc", CFLAGS)
 
 
 def run_reference(heights: np.ndarray, droplets: int, seed: int = 1, *,

@@ -12,7 +12,6 @@ directory, rebuilt only when the source is newer than the binary.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,15 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .compile import compile_cached
+
 SOURCE = Path(__file__).resolve().with_name("wind_ref.cpp")
 CXXFLAGS = ["-O3", "-std=c++17"]
-
-
-def _cache_dir() -> Path:
-    uid = os.getuid() if hasattr(os, "getuid") else "user"
-    path = Path(tempfile.gettempdir()) / f"wind_ref_{uid}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def reference_available() -> bool:
@@ -38,19 +32,7 @@ def reference_available() -> bool:
 
 def build_reference() -> Path:
     """Compile wind_ref.cpp if the binary is missing or older than the source."""
-    binary = _cache_dir() / "wind_ref"
-    if binary.exists() and binary.stat().st_mtime >= SOURCE.stat().st_mtime:
-        return binary
-    gxx = shutil.which("g++")
-    if gxx is None:
-        raise RuntimeError("g++ not found; the C++ reference cannot be built")
-    tmp = binary.with_name(f"wind_ref.{os.getpid()}.tmp")
-    result = subprocess.run([gxx, *CXXFLAGS, "-o", str(tmp), str(SOURCE)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"building {SOURCE.name} failed:\n{result.stderr}")
-    os.replace(tmp, binary)
-    return binary
+    return compile_cached(SOURCE, "g++", CXXFLAGS)
 
 
 def run_reference(heights: np.ndarray, sediment: np.ndarray, particles: int,
