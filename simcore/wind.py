@@ -161,6 +161,10 @@ def cascade(r, c, rows, cols, rough, rate, height, bedrock, sediment, eroded, de
     eroded[i] += gave - fd
 
 
+# Settling rates (dt * settling) up to this take the cascade's fast path in _run_batch.
+SMALL_RATE = 0.1
+
+
 @njit(cache=True, error_model="numpy")
 def _run_batch(seed, first, count, p, height, bedrock, sediment, eroded, deposited,
                erodibility, wind, rows, cols):
@@ -177,6 +181,14 @@ def _run_batch(seed, first, count, p, height, bedrock, sediment, eroded, deposit
     if wsum <= 0.0:
         wx = 1.0
         wsum = 1.0
+    small = rate <= SMALL_RATE
+    gdt = dt * grav  # loop invariants, same rounding as written out in the loop
+    cdt = coup * dt
+    dts = dt * susp
+    dta = dt * abr
+    offsets = np.empty(8, dtype=np.int64)  # flat offsets of the 8 neighbours
+    for m in range(8):
+        offsets[m] = _DR[m] * cols + _DC[m]
     track = np.zeros(rows * cols, dtype=np.uint8)
     lost = 0.0
     nsteps = 0
@@ -205,35 +217,38 @@ def _run_batch(seed, first, count, p, height, bedrock, sediment, eroded, deposit
         out = False
         for _ in range(max_steps):
             nsteps += 1
-            ix = int(x)
-            iy = int(y)
-            i = iy * cols + ix
-            surf = height[i]
+            iu = np.uint64(i)  # unsigned indices: no negative-index wraparound code
+            interior = ix >= 1 and iy >= 1 and ix < cols - 1 and iy < rows - 1
+            surf = height[iu]
             z = max(z, surf)
-            # surface normal of bedrock + sediment (central differences, clamped)
-            cl = max(ix - 1, 0)
-            cr = min(ix + 1, cols - 1)
-            ru = max(iy - 1, 0)
-            rd = min(iy + 1, rows - 1)
-            gx = (height[iy * cols + cr] - height[iy * cols + cl]) * (
-                1.0 if cr - cl == 1 else 0.5)
-            gy = (height[rd * cols + ix] - height[ru * cols + ix]) * (
-                1.0 if rd - ru == 1 else 0.5)
-            inv = 1.0 / math.sqrt(gx * gx + gy * gy + 1.0)
-            nx = -gx * inv
-            ny = -gy * inv
-            nz = inv
             if z <= surf:  # sliding: deflect along the surface, mark the contact
-                track[i] = 1
+                track[iu] = 1
+                # surface normal of bedrock + sediment (central differences, clamped)
+                if interior:
+                    gx = (height[np.uint64(i + 1)] - height[np.uint64(i - 1)]) * 0.5
+                    gy = (height[np.uint64(i + cols)] - height[np.uint64(i - cols)]) * 0.5
+                else:
+                    cl = max(ix - 1, 0)
+                    cr = min(ix + 1, cols - 1)
+                    ru = max(iy - 1, 0)
+                    rd = min(iy + 1, rows - 1)
+                    gx = (height[iy * cols + cr] - height[iy * cols + cl]) * (
+                        1.0 if cr - cl == 1 else 0.5)
+                    gy = (height[rd * cols + ix] - height[ru * cols + ix]) * (
+                        1.0 if rd - ru == 1 else 0.5)
+                inv = 1.0 / math.sqrt(gx * gx + gy * gy + 1.0)
+                nx = -gx * inv
+                ny = -gy * inv
+                nz = inv
                 vn = vx * nx + vy * ny + vz * nz
                 vx += dt * (nx * vn - vx)
                 vy += dt * (ny * vn - vy)
                 vz += dt * (nz * vn - vz)
             else:  # flying
-                vz -= dt * grav
-            vx += coup * dt * (px - vx)
-            vy += coup * dt * (py - vy)
-            vz -= coup * dt * vz
+                vz -= gdt
+            vx += cdt * (px - vx)
+            vy += cdt * (py - vy)
+            vz -= cdt * vz
             x += dt * vx
             y += dt * vy
             z += dt * vz * scale
@@ -243,39 +258,86 @@ def _run_batch(seed, first, count, p, height, bedrock, sediment, eroded, deposit
             jx = int(x)
             jy = int(y)
             j = jy * cols + jx
-            surfn = height[j]
+            ju = np.uint64(j)
+            surfn = height[ju]
             vlen = math.sqrt(vx * vx + vy * vy + vz * vz)
             if z <= surfn:  # contact: abrasion of bare rock or suspension of sediment
                 force = vlen * (surfn - z)
-                s = sediment[i]
-                lift = min(s, dt * susp * force)
-                worn = dt * abr * force * load * erodibility[i] if s <= 0.0 else 0.0
-                rock = bedrock[i] - worn
+                s = sediment[iu]
+                lift = min(s, dts * force)
+                worn = dta * force * load * erodibility[iu] if s <= 0.0 else 0.0
+                rock = bedrock[iu] - worn
                 s = s - lift + worn
-                bedrock[i] = rock
-                sediment[i] = s
-                height[i] = rock + s
+                bedrock[iu] = rock
+                sediment[iu] = s
+                height[iu] = rock + s
                 removed = lift + worn
-                dep = deposited[i]
+                dep = deposited[iu]
                 fd = min(removed, dep)
-                deposited[i] = dep - fd + worn
-                eroded[i] += removed - fd
+                deposited[iu] = dep - fd + worn
+                eroded[iu] += removed - fd
                 load += lift
-                cascade(iy, ix, rows, cols, rough, rate, height, bedrock, sediment, eroded,
-                        deposited)
+                air = False
             else:  # in the air: drop part of the load, half here and half ahead
-                drop = dt * susp * load
+                drop = dts * load
                 load -= drop
                 half = 0.5 * drop
-                for cell in (j, i):
-                    s = sediment[cell] + half
-                    sediment[cell] = s
-                    height[cell] = bedrock[cell] + s
-                    deposited[cell] += half
-                cascade(jy, jx, rows, cols, rough, rate, height, bedrock, sediment, eroded,
-                        deposited)
-                cascade(iy, ix, rows, cols, rough, rate, height, bedrock, sediment, eroded,
-                        deposited)
+                s = sediment[ju] + half
+                sediment[ju] = s
+                height[ju] = bedrock[ju] + s
+                deposited[ju] += half
+                s = sediment[iu] + half
+                sediment[iu] = s
+                height[iu] = bedrock[iu] + s
+                deposited[iu] += half
+                air = True
+            # cascade at the contact cell, or at the next cell and then this one
+            cr = jy if air else iy
+            cc = jx if air else ix
+            for _ in range(2 if air else 1):
+                if small and cr >= 1 and cc >= 1 and cr < rows - 1 and cc < cols - 1:
+                    # cascade() inlined for an interior cell and rate <= SMALL_RATE, where
+                    # the cap "a cell gives at most what it has left" never binds: each
+                    # neighbour gets at most rate * s0, and after 7 of them the cell keeps
+                    # at least (1 - 7 rate) s0 >= rate s0, so min(left, give) == give
+                    # exactly and the result is bit-identical.
+                    ci = cr * cols + cc
+                    cu = np.uint64(ci)
+                    s0 = sediment[cu]
+                    h0 = height[cu]
+                    left = s0
+                    gained = 0.0
+                    for m in range(8):
+                        nu = np.uint64(ci + offsets[m])
+                        s_n = sediment[nu]
+                        diff = h0 - height[nu]
+                        hx = 0.5 * max(abs(diff) - rough, 0.0)
+                        # one of give / take: the higher cell's sediment caps it
+                        t = rate * min(s0 if diff > 0.0 else s_n, hx)
+                        give = t if diff > 0.0 else 0.0
+                        take = t if diff < 0.0 else 0.0
+                        left -= give
+                        gained += take
+                        s_n += give - take
+                        sediment[nu] = s_n
+                        height[nu] = bedrock[nu] + s_n
+                        dep_n = deposited[nu]
+                        fd = min(take, dep_n)
+                        deposited[nu] = dep_n - fd + give
+                        eroded[nu] += take - fd
+                    s = left + gained
+                    sediment[cu] = s
+                    height[cu] = bedrock[cu] + s
+                    gave = s0 - left
+                    dep = deposited[cu]
+                    fd = min(gave, dep)
+                    deposited[cu] = dep - fd + gained
+                    eroded[cu] += gave - fd
+                else:
+                    cascade(cr, cc, rows, cols, rough, rate, height, bedrock, sediment,
+                            eroded, deposited)
+                cr = iy
+                cc = ix
             ix = jx
             iy = jy
             i = j
