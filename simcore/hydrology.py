@@ -50,7 +50,7 @@ import dataclasses
 import numpy as np
 from numba import njit, objmode
 
-from .kernels import put, rain_cdf, start_position, stream_state, take
+from .kernels import exchange, put, rain_cdf, start_position, stream_state
 from .params import Params, param
 from .terrain import Terrain
 
@@ -63,6 +63,8 @@ ACC_STOP = 0.01
 
 #: relative tolerance under which two water surfaces count as the same level
 LEVEL_TOL = 1e-9
+
+_U1 = np.uint64(1)  # unsigned index arithmetic stays unsigned (no float promotion)
 
 # descend outcomes
 _OUT, _EVAPORATED, _FLOOD = 0, 1, 2
@@ -304,29 +306,55 @@ def _flood(r0, c0, volume, sed, p, height, bedrock, sediment, deposited, pool, o
 
 
 @njit(cache=True, error_model="numpy")
-def _descend(x, y, vx, vy, volume, sed, p, height, bedrock, sediment, eroded, deposited,
-             erodibility, pool, stream, vegetation, track):
+def _descend(x, y, vx, vy, volume, sed, p, rows, cols, flat, tf):
     """Roll a particle until it leaves the map, evaporates or must flood.
-    Returns (outcome, x, y, vx, vy, volume, sed, steps)."""
+    Returns (outcome, x, y, vx, vy, volume, sed, steps).
+
+    ``flat`` holds 1-d views of the grids (see ``_flat``), ``tf`` of the track mask.
+    Each step depends on the one before, so this is written for the latency of a step:
+    unsigned flat indices (numba adds no negative-index wraparound), interior gradients
+    multiply by 0.5 instead of dividing by 2 (exact), and erosion/deposition go through
+    the branch-free ``kernels.exchange``."""
     dt, density, evap, deposition, min_vol, friction = p[0], p[1], p[2], p[3], p[4], p[5]
     max_steps = int(p[11])
-    rows, cols = height.shape
+    hf, bf, sedf, ef, df, erf, pf, strf, vgf = flat
     steps = 0
+    ucols = np.uint64(cols)
     while volume > min_vol and steps < max_steps:
         r = int(y)
         c = int(x)
-        track[r, c] = 1
-        c0 = max(c - 1, 0)
-        c1 = min(c + 1, cols - 1)
-        r0 = max(r - 1, 0)
-        r1 = min(r + 1, rows - 1)
-        gx = ((height[r, c1] + pool[r, c1]) - (height[r, c0] + pool[r, c0])) / (c1 - c0)
-        gy = ((height[r1, c] + pool[r1, c]) - (height[r0, c] + pool[r0, c])) / (r1 - r0)
+        # unsigned flat indices: numba adds no negative-index wraparound to the loads
+        # (fewer instructions and registers on the step's critical path)
+        i = np.uint64(r * cols + c)
+        tf[i] = 1
+        # central differences inside, one-sided at the edges; x / 2 == x * 0.5 exactly
+        if c > 0 and c < cols - 1:
+            il = i - _U1
+            ir = i + _U1
+            fx = 0.5
+        else:
+            c0 = max(c - 1, 0)
+            c1 = min(c + 1, cols - 1)
+            il = np.uint64(r * cols + c0)
+            ir = np.uint64(r * cols + c1)
+            fx = 1.0 / (c1 - c0)
+        if r > 0 and r < rows - 1:
+            iu = i - ucols
+            idn = i + ucols
+            fy = 0.5
+        else:
+            r0 = max(r - 1, 0)
+            r1 = min(r + 1, rows - 1)
+            iu = np.uint64(r0 * cols + c)
+            idn = np.uint64(r1 * cols + c)
+            fy = 1.0 / (r1 - r0)
+        gx = ((hf[ir] + pf[ir]) - (hf[il] + pf[il])) * fx
+        gy = ((hf[idn] + pf[idn]) - (hf[iu] + pf[iu])) * fy
         scale = 1.0 / (np.sqrt(1.0 + gx * gx + gy * gy) * volume * density)
         ax = -gx * scale
         ay = -gy * scale
-        here = stream[r, c]
-        eff_d = deposition * max(0.0, 1.0 - vegetation[r, c])
+        here = strf[i]
+        eff_d = deposition * max(0.0, 1.0 - vgf[i])
         eff_f = friction * (1.0 - 0.5 * here)
         eff_r = evap * (1.0 - 0.2 * here)
         vx += dt * ax
@@ -339,27 +367,24 @@ def _descend(x, y, vx, vy, volume, sed, p, height, bedrock, sediment, eroded, de
         steps += 1
         if not (x >= 0.0 and y >= 0.0 and x < cols and y < rows):
             return _OUT, x, y, vx, vy, volume, sed, steps
-        nr = int(y)
-        nc = int(x)
-        if stream[nr, nc] > STREAM_STOP and np.sqrt(ax * ax + ay * ay) < ACC_STOP:
+        j = np.uint64(int(y) * cols + int(x))
+        if strf[j] > STREAM_STOP and np.sqrt(ax * ax + ay * ay) < ACC_STOP:
             return _FLOOD, x, y, vx, vy, volume, sed, steps
-        if pool[nr, nc] > 0.0:
+        if pf[j] > 0.0:
             return _FLOOD, x, y, vx, vy, volume, sed, steps
-        if pool[r, c] <= 0.0:  # water standing in a pool exchanges nothing
+        if pf[i] <= 0.0:  # water standing in a pool exchanges nothing
             speed = np.sqrt(vx * vx + vy * vy)
-            drop = height[r, c] - height[nr, nc]
+            drop = hf[i] - hf[j]
             c_eq = max(0.0, volume * speed * drop)
             # a rate above 1 would overshoot the equilibrium (negative load)
             change = min(dt * eff_d, 1.0) * (c_eq - sed)
             mass = volume * change
-            if mass > 0.0:
-                # never dig a cell below the next one on the path: no pits, no runaway
-                got = take(r, c, min(mass, max(0.99 * drop, 0.0)), height, bedrock,
-                           sediment, eroded, deposited, erodibility)
-                sed += got / volume
-            elif mass < 0.0:
-                put(r, c, -mass, height, bedrock, sediment, deposited)
-                sed += change
+            # branch-free (the sign of ``mass`` is unpredictable): at most one of dig /
+            # lay is non-zero; never dig a cell below the next one on the path
+            dig = max(min(mass, max(0.99 * drop, 0.0)), 0.0)
+            lay = max(-mass, 0.0)
+            removed = exchange(i, dig, lay, hf, bf, sedf, ef, df, erf)
+            sed += removed / volume + (change if mass < 0.0 else 0.0)
         keep = 1.0 - dt * eff_r
         sed /= keep
         volume *= keep
@@ -369,7 +394,7 @@ def _descend(x, y, vx, vy, volume, sed, p, height, bedrock, sediment, eroded, de
 @njit(cache=True, error_model="numpy")
 def _particle(x, y, volume, sed, flood_first, p, height, bedrock, sediment, eroded,
               deposited, erodibility, pool, stream, vegetation, track, ocean, stamp, gen,
-              stack, members, timing, stats):
+              stack, members, timing, stats, flat, flat_track):
     """Cycle one particle through descend and flood (at most ``spill`` times). Returns
     (sediment carried off the map, water volume that left the map or reached the sea).
 
@@ -386,8 +411,8 @@ def _particle(x, y, volume, sed, flood_first, p, height, bedrock, sediment, erod
                 with objmode(t0="f8"):
                     t0 = _clock()
             outcome, x, y, vx, vy, volume, sed, steps = _descend(
-                x, y, vx, vy, volume, sed, p, height, bedrock, sediment, eroded, deposited,
-                erodibility, pool, stream, vegetation, track)
+                x, y, vx, vy, volume, sed, p, height.shape[0], height.shape[1], flat,
+                flat_track)
             stats[0] += steps
             if timing:
                 with objmode(t1="f8"):
@@ -431,20 +456,49 @@ def _clock() -> float:
     return time.perf_counter()
 
 
+@njit(cache=True)
+def _flat(height, bedrock, sediment, eroded, deposited, erodibility, pool, stream,
+          vegetation):
+    """1-d views of the grids, in the order ``_descend`` unpacks them."""
+    n = height.size
+    return (height.reshape(n), bedrock.reshape(n), sediment.reshape(n), eroded.reshape(n),
+            deposited.reshape(n), erodibility.reshape(n), pool.reshape(n), stream.reshape(n),
+            vegetation.reshape(n))
+
+
 @njit(cache=True, error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, deposited,
                erodibility, pool, stream, vegetation, track, ocean, stamp, gen, stack,
                members, timing, stats):
     rows, cols = height.shape
+    flat = _flat(height, bedrock, sediment, eroded, deposited, erodibility, pool, stream,
+                 vegetation)
+    flat_track = track.reshape(rows * cols)
     lost = 0.0
     for k in range(count):
         st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
         st, x, y = start_position(st, cdf, rows, cols)
         out, _ = _particle(x, y, 1.0, 0.0, False, p, height, bedrock, sediment, eroded,
                            deposited, erodibility, pool, stream, vegetation, track, ocean,
-                           stamp, gen, stack, members, timing, stats)
+                           stamp, gen, stack, members, timing, stats, flat, flat_track)
         lost += out
     return lost
+
+
+@njit(cache=True, error_model="numpy")
+def _adapt_stream(stream, track, rate):
+    """``stream = clip((1 - rate) * stream + rate * track, 0, 1)`` in one pass (the same
+    operations as the numpy form, without its temporaries and slow clip)."""
+    rows, cols = stream.shape
+    decay = 1.0 - rate
+    for r in range(rows):
+        for c in range(cols):
+            v = stream[r, c] * decay + rate * track[r, c]
+            if v < 0.0:
+                v = 0.0
+            elif v > 1.0:
+                v = 1.0
+            stream[r, c] = v
 
 
 # ---------------------------------------------------------------------------- Python API
@@ -480,10 +534,7 @@ def run_batch(terrain: Terrain, params: HydrologyParams, seed: int, first: int, 
                       terrain.vegetation, track, ocean, stamp, gen, stack, members,
                       bool(timing), own)
     terrain.outflow += lost
-    rate = params.stream_rate
-    terrain.stream *= 1.0 - rate
-    terrain.stream += rate * track
-    np.clip(terrain.stream, 0.0, 1.0, out=terrain.stream)
+    _adapt_stream(terrain.stream, track, params.stream_rate)
     return int(own[0] - before)
 
 
@@ -506,7 +557,11 @@ def pour(terrain: Terrain, params: HydrologyParams, row: int, col: int, volume: 
                           height, terrain.bedrock, terrain.sediment, terrain.eroded,
                           terrain.deposited, terrain.erodibility, terrain.pool,
                           terrain.stream, terrain.vegetation, track, ocean, stamp, gen, stack,
-                          members, False, np.zeros(5))
+                          members, False, np.zeros(5),
+                          _flat(height, terrain.bedrock, terrain.sediment, terrain.eroded,
+                                terrain.deposited, terrain.erodibility, terrain.pool,
+                                terrain.stream, terrain.vegetation),
+                          track.reshape(track.size))
     terrain.outflow += out
     return float(gone)
 

@@ -46,23 +46,33 @@ def next_uniform(state):
 
 
 @njit(cache=True, inline="always")
+def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
+    """At cell ``k`` (an ``(r, c)`` tuple on 2-D grids, or a flat index on 1-D views)
+    remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by erodibility) and
+    lay ``lay`` >= 0 of sediment down. Branch-free: a zero part changes no value.
+    Keeps height = bedrock + sediment and the masks; returns the material removed."""
+    s0 = sediment[k]
+    from_sed = min(dig, s0)
+    rock = (dig - from_sed) * erodibility[k]
+    new_sed = (s0 - from_sed) + lay
+    new_rock = bedrock[k] - rock
+    sediment[k] = new_sed
+    bedrock[k] = new_rock
+    height[k] = new_rock + new_sed
+    removed = from_sed + rock
+    dep = deposited[k]
+    from_dep = min(removed, dep)
+    deposited[k] = (dep - from_dep) + lay
+    eroded[k] += removed - from_dep
+    return removed
+
+
+@njit(cache=True, inline="always")
 def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility):
     """Remove up to ``amount`` at (r, c): sediment first, then bedrock scaled by
     erodibility. Updates masks and height; returns the material actually removed."""
-    sed = sediment[r, c]
-    from_sed = min(amount, sed)
-    rock = (amount - from_sed) * erodibility[r, c]
-    new_sed = sed - from_sed
-    new_rock = bedrock[r, c] - rock
-    sediment[r, c] = new_sed
-    bedrock[r, c] = new_rock
-    height[r, c] = new_rock + new_sed
-    removed = from_sed + rock
-    dep = deposited[r, c]
-    from_dep = min(removed, dep)
-    deposited[r, c] = dep - from_dep
-    eroded[r, c] += removed - from_dep
-    return removed
+    return exchange((r, c), amount, 0.0, height, bedrock, sediment, eroded, deposited,
+                    erodibility)
 
 
 @njit(cache=True, inline="always")
