@@ -16,7 +16,14 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
+from .kernels import (
+    exchange,
+    next_uniform,
+    put_bilinear_flat,
+    rain_cdf,
+    start_position,
+    stream_state,
+)
 from .params import Params, param
 from .terrain import Terrain
 
@@ -64,13 +71,12 @@ def strip_margin(brush_radius: float) -> int:
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, eroded, deposited,
-                 erodibility):
+def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sediment,
+                 eroded, deposited, erodibility):
     """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
     cells inside the grid, never taking a cell below ``floor`` (the next height on the
     path: no pits, no runaway at outlets). Returns what was actually removed (hard
-    bedrock and the floor give less)."""
-    rows, cols = height.shape
+    bedrock and the floor give less). Arrays are 1-D views of the (rows, cols) grids."""
     inv_r2 = 1.0 / (radius * radius)
     x0 = max(int(np.floor(xp - radius)) + 1, 0)
     x1 = min(int(np.floor(xp + radius)), cols - 1)
@@ -85,25 +91,29 @@ def _erode_brush(xp, yp, amount, floor, radius, height, bedrock, sediment, erode
         return removed
     scale = amount / total
     for y in range(y0, y1 + 1):
+        row = np.uint64(y * cols)  # unsigned: no negative-index wraparound per access
         for x in range(x0, x1 + 1):
+            k = row + np.uint64(x)
             wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
-            share = min(wgt * scale, max(height[y, x] - floor, 0.0))
-            removed += take(y, x, share, height, bedrock, sediment, eroded, deposited,
-                            erodibility)
+            share = min(wgt * scale, max(height[k] - floor, 0.0))
+            removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded, deposited,
+                                erodibility)
     return removed
 
 
 @njit(cache=True, error_model="numpy")
-def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment, eroded,
-                     deposited, erodibility):
+def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedrock, sediment,
+                     eroded, deposited, erodibility):
     """Run droplet ``d`` while its row stays in [lo, hi).
 
     Returns -1 when the droplet ended (its sediment laid down), -2 when it left the
     grid (the caller books ``state[d, S]`` as outflow), or the row it stepped onto
-    outside the band (to hand it over)."""
+    outside the band (to hand it over). Grids come as 1-D views (flat unsigned indices
+    spare numba's negative-index handling on every access)."""
     Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps = (
         p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]))
-    rows, cols = height.shape
+    ucols = np.uint64(cols)
+    one = np.uint64(1)
     xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
     v, w, s = state[d, V], state[d, W], state[d, S]
     st = rng[d]
@@ -111,18 +121,19 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
     result = -1
     # corner heights of the current cell; like the article, they are carried over
     # from the previous step's look-ahead (sampled before that step's erosion)
-    xi = int(np.floor(xp))
-    yi = int(np.floor(yp))
-    h00 = height[yi, xi]
-    h10 = height[yi, xi + 1]
-    h01 = height[yi + 1, xi]
-    h11 = height[yi + 1, xi + 1]
+    xi = int(xp)
+    yi = int(yp)
+    k = np.uint64(yi * cols + xi)
+    h00 = height[k]
+    h10 = height[k + one]
+    h01 = height[k + ucols]
+    h11 = height[k + ucols + one]
     fx = xp - xi
     fy = yp - yi
     h = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
     while True:
         if n >= max_steps:
-            put_bilinear(xp, yp, s, height, bedrock, sediment, deposited)
+            put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
             s = 0.0
             break
         if yi < lo or yi >= hi:
@@ -150,19 +161,20 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
         nyi = int(nyp)
         nfx = nxp - nxi
         nfy = nyp - nyi
-        n00 = height[nyi, nxi]
-        n10 = height[nyi, nxi + 1]
-        n01 = height[nyi + 1, nxi]
-        n11 = height[nyi + 1, nxi + 1]
+        nk = np.uint64(nyi * cols + nxi)
+        n00 = height[nk]
+        n10 = height[nk + one]
+        n01 = height[nk + ucols]
+        n11 = height[nk + ucols + one]
         nh = (n00 * (1 - nfx) + n10 * nfx) * (1 - nfy) + (n01 * (1 - nfx) + n11 * nfx) * nfy
         if nh >= h:  # uphill: fill the pit, stop if that uses up the load
             ds = (nh - h) + 0.001
             if ds >= s:
-                put_bilinear(xp, yp, s, height, bedrock, sediment, deposited)
+                put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
                 s = 0.0
                 n += 1
                 break
-            put_bilinear(xp, yp, ds, height, bedrock, sediment, deposited)
+            put_bilinear_flat(xp, yp, ds, cols, height, bedrock, sediment, deposited)
             h += ds
             s -= ds
             v = 0.0
@@ -171,13 +183,13 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, height, bedrock, sediment,
         ds = s - q
         if ds >= 0.0:
             ds *= Kd
-            put_bilinear(xp, yp, ds, height, bedrock, sediment, deposited)
+            put_bilinear_flat(xp, yp, ds, cols, height, bedrock, sediment, deposited)
             dh += ds
             s -= ds
         else:
             ds = min(-ds * Kr, dh * 0.99)
-            got = _erode_brush(xp, yp, ds, nh, radius, height, bedrock, sediment, eroded,
-                               deposited, erodibility)
+            got = _erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
+                               eroded, deposited, erodibility)
             dh -= got
             s += got
         v = np.sqrt(v * v + Kg * dh)
@@ -199,6 +211,8 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
     droplet steps taken)."""
     rows, cols = height.shape
     nstrips = (rows + STRIP_ROWS - 1) // STRIP_ROWS
+    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
+    ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
     state = np.zeros((count, 7))
     rng = np.empty(count, dtype=np.uint64)
     steps = np.zeros(count, dtype=np.int64)
@@ -242,8 +256,8 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
                 hi = min((s + 1) * STRIP_ROWS + margin, rows)
                 for j in range(counts[s], counts[s + 1]):
                     k = order[j]
-                    res = _droplet_segment(k, lo, hi, state, rng, steps, p, height, bedrock,
-                                           sediment, eroded, deposited, erodibility)
+                    res = _droplet_segment(k, lo, hi, state, rng, steps, p, rows, cols, hf, bf,
+                                           sf, ef, df, kf)
                     if res == -1:
                         strip[k] = -1
                     elif res == -2:

@@ -76,11 +76,18 @@ def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility
 
 
 @njit(cache=True, inline="always")
+def put_at(k, amount, height, bedrock, sediment, deposited):
+    """Lay ``amount`` (>= 0) of sediment down at cell ``k`` (an ``(r, c)`` tuple on 2-D
+    grids, a flat index on 1-D views) and record it in the mask."""
+    sediment[k] += amount
+    height[k] = bedrock[k] + sediment[k]
+    deposited[k] += amount
+
+
+@njit(cache=True, inline="always")
 def put(r, c, amount, height, bedrock, sediment, deposited):
     """Lay ``amount`` (>= 0) of sediment down at (r, c) and record it in the mask."""
-    sediment[r, c] += amount
-    height[r, c] = bedrock[r, c] + sediment[r, c]
-    deposited[r, c] += amount
+    put_at((r, c), amount, height, bedrock, sediment, deposited)
 
 
 @njit(cache=True, inline="always")
@@ -94,6 +101,22 @@ def put_bilinear(x, y, amount, height, bedrock, sediment, deposited):
     put(yi, xi + 1, amount * fx * (1 - fy), height, bedrock, sediment, deposited)
     put(yi + 1, xi, amount * (1 - fx) * fy, height, bedrock, sediment, deposited)
     put(yi + 1, xi + 1, amount * fx * fy, height, bedrock, sediment, deposited)
+
+
+@njit(cache=True, inline="always")
+def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
+    """:func:`put_bilinear` on 1-D views of (rows, cols) grids; needs x, y >= 0."""
+    xi = int(x)
+    yi = int(y)
+    fx = x - xi
+    fy = y - yi
+    k = np.uint64(yi * cols + xi)
+    below = k + np.uint64(cols)
+    one = np.uint64(1)
+    put_at(k, amount * (1 - fx) * (1 - fy), height, bedrock, sediment, deposited)
+    put_at(k + one, amount * fx * (1 - fy), height, bedrock, sediment, deposited)
+    put_at(below, amount * (1 - fx) * fy, height, bedrock, sediment, deposited)
+    put_at(below + one, amount * fx * fy, height, bedrock, sediment, deposited)
 
 
 @njit(cache=True, inline="always")
