@@ -51,7 +51,9 @@ def test_brush_never_digs_below_the_next_height_on_the_path():
         height, er, de, k = h.copy(), np.zeros_like(h), np.zeros_like(h), np.ones_like(h)
         floor = float(rng.random() * 3)
         x, y = 2 + rng.random() * 4, 2 + rng.random() * 4
-        got = hydraulic._erode_brush(x, y, 5.0, floor, 2.0, height, bed, sed, er, de, k)
+        got = hydraulic._erode_brush(x, y, 5.0, floor, 2.0, 9, 9, height.reshape(-1),
+                                     bed.reshape(-1), sed.reshape(-1), er.reshape(-1),
+                                     de.reshape(-1), k.reshape(-1))
         above = h > floor
         assert np.all(height[above] >= floor - 1e-12)
         assert np.array_equal(height[~above], h[~above])
