@@ -117,21 +117,16 @@ class HydrologyParams(Params):
 
 # ---------------------------------------------------------------------------- scratch
 
-_SCRATCH: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
-
-
-def _scratch(shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
-    """Per-shape work arrays for the fill: visit stamps (with the generation counter in
-    ``gen[0]``), an explicit stack and the fill set. Allocated once per grid shape and
-    never cleared: a new generation number marks every cell unvisited in O(1)."""
-    found = _SCRATCH.get(shape)
-    if found is None:
-        if len(_SCRATCH) >= 4:
-            _SCRATCH.pop(next(iter(_SCRATCH)))
-        n = shape[0] * shape[1]
-        found = (np.zeros(shape, dtype=np.int32), np.zeros(1, dtype=np.int64),
+def _scratch(terrain: Terrain) -> tuple[np.ndarray, ...]:
+    """Work arrays for the fill, kept with the terrain (freed with it): visit stamps
+    (with the generation counter in ``gen[0]``), an explicit stack and the fill set.
+    Never cleared: a new generation number marks every cell unvisited in O(1)."""
+    found = terrain.__dict__.get("_fill_scratch")
+    if found is None or found[0].shape != terrain.shape:
+        n = terrain.bedrock.size
+        found = (np.zeros(terrain.shape, dtype=np.int32), np.zeros(1, dtype=np.int64),
                  np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-        _SCRATCH[shape] = found
+        terrain.__dict__["_fill_scratch"] = found
     return found
 
 
@@ -505,7 +500,7 @@ def _adapt_stream(stream, track, rate):
 
 def _prepare(terrain: Terrain, params: HydrologyParams, height: np.ndarray):
     """Scratch arrays and the ocean mask (filled to sea level when the sea is on)."""
-    stamp, gen, stack, members = _scratch(terrain.shape)
+    stamp, gen, stack, members = _scratch(terrain)
     ocean = np.zeros(terrain.shape, dtype=np.uint8)
     if params.sea:
         mark_ocean(params.sea_level, height, terrain.pool, ocean, stack)

@@ -273,7 +273,7 @@ def test_same_seed_same_result_other_seed_differs(hills):
 def test_fill_cost_does_not_depend_on_the_map():
     """The fill's scratch is never cleared per try: stamps from earlier fills stay."""
     t = terrain(bowl(16))
-    stamp, gen, _, _ = hydrology._scratch(t.shape)
+    stamp, gen, _, _ = hydrology._scratch(t)
     g0 = int(gen[0])
     pour(t, STILL, 7, 7, 10.0)
     assert int(gen[0]) > g0
