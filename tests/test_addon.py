@@ -516,3 +516,75 @@ def test_linked_library_meshes_are_refused(blender, tmp_path):
     assert "is linked from a library" in poll_message(bpy.ops.terrain.erode)
     with pytest.raises(te.grid.GridError, match="linked from a library"):
         te.job.ErosionJob(linked)
+
+
+class _Layout:
+    """Records what a panel draws and checks every property and operator it names
+    (panels cannot be drawn in background mode)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.scale_y, self.use_property_split, self.active = 1.0, False, True
+
+    def _child(self, *args, **kw):
+        return _Layout(self.log)
+
+    box = row = column = _child
+
+    def label(self, text="", icon='NONE'):
+        self.log.append(("label", text))
+
+    def prop(self, data, name, text=None):
+        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
+        self.log.append(("prop", name))
+
+    def operator(self, idname, text=None, icon='NONE'):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        self.log.append(("operator", idname))
+        return types.SimpleNamespace()  # takes operator properties like .filepath
+
+    def menu(self, idname, text="", icon='NONE'):
+        assert hasattr(bpy.types, idname), idname
+        self.log.append(("menu", idname))
+
+    def progress(self, factor=0.0, type='BAR', text=""):
+        self.log.append(("progress", text))
+
+    def separator(self):
+        pass
+
+
+def _draw_all_panels(context):
+    log = []
+    for cls in te.panels.classes:
+        panel = types.SimpleNamespace(layout=_Layout(log))
+        if hasattr(cls, "poll") and not cls.poll(context):
+            continue
+        if hasattr(cls, "draw_header"):
+            cls.draw_header(panel, context)
+        cls.draw(panel, context)
+    return log
+
+
+def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, monkeypatch):
+    monkeypatch.setenv("TERRAIN_EROSION_USER_DIR", str(tmp_path))
+    obj = add_grid(bpy, n=16)
+    context = types.SimpleNamespace(active_object=obj,
+                                    window_manager=bpy.context.window_manager)
+    log = _draw_all_panels(context)
+    props = {name for kind, name in log if kind == "prop"}
+    for proc, group in te.properties.PROCESS_GROUPS.items():
+        for name in group.__annotations__:
+            assert name in props, f"{proc}.{name} is not in any panel"
+    assert ("operator", "terrain.erode") in log and ("menu", "TERRAIN_MT_presets") in log
+    assert any(kind == "label" and "grid" in text for kind, text in log), "status line"
+    assert any(kind == "label" and "Blows towards" in text for kind, text in log)
+    bpy.context.window_manager.terrain_erosion.running = True
+    log = _draw_all_panels(context)
+    assert ("operator", "terrain.stop") in log and any(k == "progress" for k, _ in log)
+    bpy.context.window_manager.terrain_erosion.running = False
+    menu_log = []
+    te.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(menu_log)),
+                                          context)
+    assert ("operator", "terrain.preset_apply") in menu_log
