@@ -32,6 +32,9 @@ FLOAT_LAYERS = {
     "eroded": "te_eroded",
     "deposited": "te_deposited",
 }
+#: Terrain arrays that are lengths (stored in local units on the mesh, cell units in
+#: simcore); the other arrays are 0..1 maps stored as they are.
+LENGTH_LAYERS = ("bedrock", "sediment", "pool", "eroded", "deposited")
 #: Heights before the first run, kept until the user applies or resets.
 ORIGINAL_Z = "te_original_z"
 OUR_ATTRIBUTES = set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIGINAL_Z}

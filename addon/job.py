@@ -88,9 +88,8 @@ class ErosionJob:
         for name, values in layers.items():
             if values is None or name in ("bedrock", "sediment"):
                 continue
-            depth_like = name in ("pool", "eroded", "deposited")
-            arrays[name] = np.maximum(values / cell if depth_like else np.clip(values, 0, 1),
-                                      0.0)
+            length = name in gridio.LENGTH_LAYERS
+            arrays[name] = np.maximum(values / cell if length else np.clip(values, 0, 1), 0.0)
         sediment = np.maximum(sediment, 0.0)
         terrain = Terrain.from_heights(z - sediment, cell, sediment=sediment / cell, **arrays)
         return terrain, True
@@ -140,9 +139,8 @@ class ErosionJob:
         values_buf, rgba = self._buffers
         for name in self.outputs:
             values = getattr(t, name)
-            depth_like = name in ("bedrock", "sediment", "pool", "eroded", "deposited")
             gridio.write_float_layer(me, gridio.FLOAT_LAYERS[name], g, values,
-                                     cell if depth_like else 1.0, values_buf)
+                                     cell if name in gridio.LENGTH_LAYERS else 1.0, values_buf)
             if self.write_colors and name in gridio.COLOR_LAYERS:
                 gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, name, values, rgba)
         me.update()

@@ -239,7 +239,22 @@ class TERRAIN_OT_apply(_TerrainOperator, bpy.types.Operator):
         return {'FINISHED'}
 
 
-class TERRAIN_OT_preset_apply(bpy.types.Operator):
+class _MeshSettingsOperator:
+    """poll(): an active mesh object (its settings are read or written), else
+    ``poll_hint``."""
+
+    poll_hint = "Select a mesh object"
+
+    @classmethod
+    def poll(cls, context):
+        obj = getattr(context, "active_object", None)
+        if obj is None or obj.type != 'MESH':
+            cls.poll_message_set(cls.poll_hint)
+            return False
+        return True
+
+
+class TERRAIN_OT_preset_apply(_MeshSettingsOperator, bpy.types.Operator):
     """Load erosion settings from a preset"""
 
     bl_idname = "terrain.preset_apply"
@@ -249,13 +264,7 @@ class TERRAIN_OT_preset_apply(bpy.types.Operator):
     filepath: bpy.props.StringProperty(subtype='FILE_PATH', options={'SKIP_SAVE'})
     menu_idname: bpy.props.StringProperty(options={'SKIP_SAVE', 'HIDDEN'})
 
-    @classmethod
-    def poll(cls, context):
-        obj = getattr(context, "active_object", None)
-        if obj is None or obj.type != 'MESH':
-            cls.poll_message_set("Select a grid mesh object to apply a preset to")
-            return False
-        return True
+    poll_hint = "Select a grid mesh object to apply a preset to"
 
     def execute(self, context):
         try:
@@ -267,7 +276,7 @@ class TERRAIN_OT_preset_apply(bpy.types.Operator):
         return {'FINISHED'}
 
 
-class TERRAIN_OT_preset_save(bpy.types.Operator):
+class TERRAIN_OT_preset_save(_MeshSettingsOperator, bpy.types.Operator):
     """Save the current erosion settings as a user preset"""
 
     bl_idname = "terrain.preset_save"
@@ -277,13 +286,7 @@ class TERRAIN_OT_preset_save(bpy.types.Operator):
     name: bpy.props.StringProperty(name="Name", default="My Preset",
                                    description="Name of the new preset")
 
-    @classmethod
-    def poll(cls, context):
-        obj = getattr(context, "active_object", None)
-        if obj is None or obj.type != 'MESH':
-            cls.poll_message_set("Select the object whose settings to save")
-            return False
-        return True
+    poll_hint = "Select the object whose settings to save"
 
     def invoke(self, context, event):
         return context.window_manager.invoke_props_dialog(self)
