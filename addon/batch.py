@@ -9,11 +9,11 @@ import sys
 
 import bpy
 
-from .grid import GridError
-from .job import ErosionJob, JobEnded
-from .simcore.params import ParameterError
+from .job import ErosionJob
+from .properties import INT32_MAX
+from .simcore.errors import UserError
+from .simcore.fileio import check_output
 from .simcore.presets import find_preset
-from .simcore.terrain import TerrainError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +33,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """Run; return 0 on success, 2 on a user error (message on stderr)."""
+    """Run; return 0 on success, 2 on a user error (one line on stderr, nothing saved).
+
+    Everything is checked before the run: the object, the preset and overrides, the
+    output path of --save/--save-as. ``--particles 0`` does no erosion (the settings
+    are still applied and saved).
+    """
     from .simcore.cli import CliError, parse_set
 
     try:
@@ -46,34 +51,50 @@ def main(argv: list[str]) -> int:
             names = ", ".join(o.name for o in bpy.data.objects if o.type == 'MESH')
             raise CliError(f"no object named '{args.object}'; mesh objects: "
                            f"{names or '(none)'}")
+        if args.save_as:
+            try:
+                check_output(args.save_as, 64 * len(getattr(obj.data, "vertices", ())),
+                             (".blend",))
+            except UserError as exc:
+                raise CliError(f"--save-as: {exc}") from None
+        elif args.save and not bpy.data.filepath:
+            raise CliError("--save needs a .blend loaded from a file; use --save-as PATH")
+        elif args.save:
+            check_output(bpy.data.filepath)
         settings = obj.terrain_erosion
-        if args.preset:
-            settings.apply_preset(find_preset(args.preset))
-        preset = settings.to_preset(settings.preset)
+        base = find_preset(args.preset) if args.preset else settings.to_preset(
+            settings.preset)
         overrides = parse_set(args.set)
         if args.seed is not None:
             overrides["seed"] = args.seed
         if args.particles is not None:
             overrides["particles"] = args.particles
-        settings.apply_preset(preset.with_overrides(overrides))
-        job = ErosionJob(obj)
-        print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
-              f"{job.sim.target_particles} particles, seed {job.sim.seed}", flush=True)
-        progress = job.run(lambda p: print(f"terrain_erosion: {100 * p.fraction:5.1f}%",
-                                           flush=True))
-        print(f"terrain_erosion: done, {progress.particles} particles in "
-              f"{progress.seconds:.1f} s", flush=True)
-    except (CliError, GridError, ParameterError, TerrainError, JobEnded) as exc:
+        preset = base.with_overrides(overrides)  # validated: nothing changed on error
+        work = preset.particles
+        if not 1 <= work <= INT32_MAX:  # runs, but Blender's 32-bit field keeps its value
+            preset.particles = settings.particles
+        settings.apply_preset(preset)
+        if work == 0:
+            print(f"terrain_erosion: {obj.name}: --particles 0, nothing to erode",
+                  flush=True)
+        else:
+            job = ErosionJob(obj, work)
+            print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
+                  f"{job.sim.target_particles} particles, seed {job.sim.seed}", flush=True)
+            progress = job.run(lambda p: print(
+                f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
+            print(f"terrain_erosion: done, {progress.particles} particles in "
+                  f"{progress.seconds:.1f} s", flush=True)
+        if args.save_as:
+            bpy.ops.wm.save_as_mainfile(filepath=args.save_as, copy=True)
+        elif args.save:
+            bpy.ops.wm.save_mainfile()
+    except UserError as exc:
         print(f"terrain_erosion: error: {exc}", file=sys.stderr, flush=True)
         return 2
-    if args.save_as:
-        bpy.ops.wm.save_as_mainfile(filepath=args.save_as, copy=True)
-    elif args.save:
-        if not bpy.data.filepath:
-            print("terrain_erosion: error: --save needs a .blend loaded from a file; use "
-                  "--save-as PATH", file=sys.stderr)
-            return 2
-        bpy.ops.wm.save_mainfile()
+    except RuntimeError as exc:  # Blender's own save failed (message from the operator)
+        print(f"terrain_erosion: error: saving failed: {exc}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import bpy
 import numpy as np
 
+from .simcore.errors import UserError
 from .simcore.layers import gray_to_rgba, to_vertices
 
 #: Our attributes. Color layers (FLOAT_COLOR, point domain, value as gray 0..1) and
@@ -42,7 +43,7 @@ OUR_ATTRIBUTES = set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIG
 MAX_VERTICES = 4096 * 4096
 
 
-class GridError(ValueError):
+class GridError(UserError):
     """The object is not a usable grid mesh; the message says what to do."""
 
 
@@ -225,25 +226,33 @@ class MeshSnapshot:
         return cls(read_positions(me).copy(), saved)
 
     @staticmethod
-    def take_vertices(me: bpy.types.Mesh) -> tuple[np.ndarray, np.ndarray | None]:
-        """Positions and the 'size' attribute of a loose-vertex object (trees, water)."""
-        size = None
-        attr = me.attributes.get("size")
-        if attr is not None and attr.data_type == 'FLOAT' and attr.domain == 'POINT':
-            size = np.empty(len(me.vertices), np.float32)
-            attr.data.foreach_get("value", size)
-        return read_positions(me).copy(), size
+    def take_vertices(me: bpy.types.Mesh) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Positions and every point FLOAT attribute ('size' of trees, 'te_wet' of
+        water) of a helper object."""
+        floats = {}
+        for attr in me.attributes:
+            if attr.data_type == 'FLOAT' and attr.domain == 'POINT':
+                values = np.empty(len(me.vertices), np.float32)
+                attr.data.foreach_get("value", values)
+                floats[attr.name] = values
+        return read_positions(me).copy(), floats
 
     @staticmethod
     def restore_vertices(me: bpy.types.Mesh, saved) -> None:
-        positions, size = saved
+        """Put back what :meth:`take_vertices` saved: positions and the point FLOAT
+        attributes (ones added since are removed). A changed vertex count means loose
+        points (trees): they are rebuilt."""
+        positions, floats = saved
         if len(me.vertices) != len(positions):
             me.clear_geometry()
             me.vertices.add(len(positions))
         me.attributes["position"].data.foreach_set("vector", positions.ravel())
-        if size is not None:
-            attr = _ensure(me, "size", 'FLOAT')
-            attr.data.foreach_set("value", size)
+        for name in [a.name for a in me.attributes
+                     if a.data_type == 'FLOAT' and a.domain == 'POINT' and name_free(a.name)]:
+            if name not in floats:
+                me.attributes.remove(me.attributes[name])
+        for name, values in floats.items():
+            _ensure(me, name, 'FLOAT').data.foreach_set("value", values)
         me.update()
 
     def restore(self, me: bpy.types.Mesh) -> None:
@@ -255,6 +264,11 @@ class MeshSnapshot:
             attr = _ensure(me, name, data_type)
             attr.data.foreach_set("color" if data_type == 'FLOAT_COLOR' else "value", data)
         me.update()
+
+
+def name_free(name: str) -> bool:
+    """Attributes Blender reserves (never removed by us)."""
+    return not name.startswith(".") and name != "position"
 
 
 def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:

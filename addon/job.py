@@ -11,13 +11,15 @@ import numpy as np
 from . import grid as gridio
 from . import instances
 from .simcore import __version__ as simcore_version
+from .simcore.errors import UserError
+from .simcore.fileio import check_memory
 from .simcore.simulation import PROCESSES, Progress, Simulation
-from .simcore.terrain import Terrain, TerrainError
+from .simcore.terrain import BYTES_PER_CELL, Terrain, TerrainError
 
 
-class JobEnded(Exception):
-    """The run cannot go on (object deleted, mode changed, mesh edited); the message
-    says what happened."""
+class JobEnded(UserError):
+    """The run cannot go on (object deleted, renamed, mode changed, mesh edited); the
+    message says what happened and whether the result so far was kept."""
 
 
 def _produced(processes) -> list[str]:
@@ -39,12 +41,16 @@ class ErosionJob:
             raise gridio.GridError(problem)
         settings = obj.terrain_erosion
         me = obj.data
+        check_memory(len(me.vertices) * BYTES_PER_CELL,
+                     f"eroding '{obj.name}' ({len(me.vertices):,} vertices)")
         self.positions = gridio.read_positions(me)
         self.grid = gridio.detect_grid(me, self.positions)
         self.obj_name = obj.name
+        self.obj_uid = obj.session_uid
         self.mesh_name = me.name
         self.vertex_count = len(me.vertices)
-        self.settings_seed = settings.seed
+        seed = settings.full_seed()
+        self.settings_seed = seed
         self.live_update = settings.live_update
         self.write_colors = settings.write_colors
         params = settings.enabled_params()
@@ -63,10 +69,17 @@ class ErosionJob:
         self.with_water = "pool" in self.outputs and settings.water_surface
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
-        rounds = settings.rounds_done if resumed and settings.state_seed == settings.seed else 0
+        #: helper objects (trees, water) the run must find again: key -> session uid
+        self.extras_uid = {key: getattr(settings, key).session_uid
+                           for key in ("trees_object", "water_object")
+                           if getattr(settings, key) is not None}
+        rounds = (settings.rounds_done
+                  if resumed and settings.stored_state_seed() == seed else 0)
         work = settings.particles if particles is None else particles
-        self.sim = Simulation(terrain, params, seed=settings.seed, particles=work,
-                              rounds_done=rounds)
+        self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
+        #: rounds whose result is on the mesh (what Stop or an edit keeps)
+        self.rounds_written = rounds
+        self.start_rounds = rounds
         self.started = time.perf_counter()
         self.last_write = self.started
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
@@ -94,16 +107,56 @@ class ErosionJob:
         terrain = Terrain.from_heights(z - sediment, cell, sediment=sediment / cell, **arrays)
         return terrain, True
 
-    def object(self) -> bpy.types.Object:
-        """The object again, by name (references die on undo and file loads)."""
+    def find_object(self) -> bpy.types.Object | None:
+        """The object again (references die on undo and file loads): by name, else by
+        its session id (it was renamed), else None (deleted)."""
         obj = bpy.data.objects.get(self.obj_name)
+        if obj is not None and obj.session_uid == self.obj_uid:
+            return obj
+        return next((o for o in bpy.data.objects if o.session_uid == self.obj_uid), None)
+
+    def object(self) -> bpy.types.Object:
+        """The object, checked to be as the run left it; otherwise the run ends
+        (JobEnded), keeping the result and progress already on the mesh."""
+        obj = self.find_object()
         if obj is None or obj.type != 'MESH':
-            raise JobEnded(f"'{self.obj_name}' was deleted or renamed; the run stopped")
-        if obj.mode != 'OBJECT':
-            raise JobEnded(f"'{self.obj_name}' left Object Mode; the run stopped")
-        if obj.data.name != self.mesh_name or len(obj.data.vertices) != self.vertex_count:
-            raise JobEnded(f"the mesh of '{self.obj_name}' changed; the run stopped")
+            raise JobEnded(f"'{self.obj_name}' was deleted; the run stopped")
+        problem = self._edited(obj)
+        if problem:
+            kept = self.keep_progress(obj)
+            raise JobEnded(f"{problem}; the run stopped" + (
+                f" and kept the result so far ({kept:,} particles)" if kept else
+                ", nothing was changed"))
         return obj
+
+    def _edited(self, obj: bpy.types.Object) -> str | None:
+        """What the user changed under the run, or None."""
+        if obj.name != self.obj_name:
+            return f"'{self.obj_name}' was renamed to '{obj.name}'"
+        if obj.mode != 'OBJECT':
+            return f"'{self.obj_name}' left Object Mode"
+        me = obj.data
+        if me.name != self.mesh_name or len(me.vertices) != self.vertex_count:
+            return f"the mesh of '{self.obj_name}' changed"
+        if not np.array_equal(gridio.read_positions(me), self.positions):
+            return (f"the vertices of '{self.obj_name}' were moved (a transform applied or "
+                    "the mesh edited)")
+        settings = obj.terrain_erosion
+        for key, uid in self.extras_uid.items():
+            extra = getattr(settings, key)
+            if extra is None or extra.session_uid != uid:
+                return f"the {key.split('_')[0]} object of '{self.obj_name}' was deleted"
+        return None
+
+    def keep_progress(self, obj: bpy.types.Object) -> int:
+        """Record the rounds whose result is on the mesh, so the next run continues
+        from there; returns the particles kept."""
+        kept = (self.rounds_written - self.start_rounds) * self.sim.per_round
+        if kept > 0:
+            s = obj.terrain_erosion
+            s.rounds_done = self.rounds_written
+            s.set_state_seed(self.sim.seed)
+        return kept
 
     # -- running -------------------------------------------------------------------
     def tick(self, budget: float) -> Progress:
@@ -145,9 +198,12 @@ class ErosionJob:
                 gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, name, values, rgba)
         me.update()
         if self.with_trees:
-            instances.update_trees(obj, g, t.trees, t.height())
+            self.extras_uid["trees_object"] = instances.update_trees(
+                obj, g, t.trees, t.height()).session_uid
         if self.with_water:
-            instances.update_water(obj, g, t.height(), t.pool)
+            self.extras_uid["water_object"] = instances.update_water(
+                obj, g, t.height(), t.pool).session_uid
+        self.rounds_written = self.sim.rounds_done
 
     def finish(self) -> None:
         """Keep the result: final write and the bookkeeping that lets a run resume."""
@@ -155,34 +211,43 @@ class ErosionJob:
         self.write(obj)
         s = obj.terrain_erosion
         s.rounds_done = self.sim.rounds_done
-        s.state_seed = self.sim.seed
+        s.set_state_seed(self.sim.seed)
         meta = self.sim.metadata()
         s.provenance = (f"preset {s.preset}, seed {meta['seed']}, {meta['rounds_done']} "
                         f"rounds x {meta['particles_per_round']} particles, "
                         f"simcore {simcore_version}")
         obj["terrain_erosion_provenance"] = s.provenance
 
-    def cancel(self) -> None:
-        """Put the mesh back exactly as it was before the run (if it still exists)."""
-        obj = bpy.data.objects.get(self.obj_name)
-        if obj is not None and obj.type == 'MESH' and len(obj.data.vertices) == self.vertex_count:
-            self.snapshot.restore(obj.data)
-            settings = obj.terrain_erosion
-            for key, before in self.extras_before.items():
-                current = getattr(settings, key)
-                if before is None:  # made by this run: remove it
-                    if current is not None:
-                        setattr(settings, key, None)
-                        instances.remove_object(current)
-                elif current is not None and current.name == before[0]:
-                    gridio.MeshSnapshot.restore_vertices(current.data, before[1])
+    def cancel(self) -> str | None:
+        """Put the mesh and its trees and water objects back exactly as they were
+        before the run. Returns None, or a sentence saying what could not be restored."""
+        obj = self.find_object()
+        if obj is None or obj.type != 'MESH':
+            return None
+        if obj.mode != 'OBJECT':
+            return (f"'{obj.name}' is in {obj.mode.title()} mode: it was not restored; "
+                    "use Undo")
+        if len(obj.data.vertices) != self.vertex_count:
+            return (f"the mesh of '{obj.name}' changed its vertex count during the run: it "
+                    "was not restored; use Undo")
+        self.snapshot.restore(obj.data)
+        settings = obj.terrain_erosion
+        for key, before in self.extras_before.items():
+            current = getattr(settings, key)
+            if before is None:  # made by this run: remove it
+                if current is not None:
+                    setattr(settings, key, None)
+                    instances.remove_object(current)
+            elif current is not None and current.session_uid == before[0]:
+                gridio.MeshSnapshot.restore_vertices(current.data, before[1])
+        return None
 
 
 def _extra_state(obj: bpy.types.Object | None):
-    """(name, vertex snapshot) of a trees/water object, or None if there is none."""
+    """(session uid, vertex snapshot) of a trees/water object, or None."""
     if obj is None or obj.type != 'MESH':
         return None
-    return obj.name, gridio.MeshSnapshot.take_vertices(obj.data)
+    return obj.session_uid, gridio.MeshSnapshot.take_vertices(obj.data)
 
 
 def reset_to_original(obj: bpy.types.Object) -> bool:
@@ -192,6 +257,11 @@ def reset_to_original(obj: bpy.types.Object) -> bool:
     original = gridio.read_float_layer(me, gridio.ORIGINAL_Z, g)
     if original is None:
         return False
+    if not np.isfinite(original).all():
+        bad = int((~np.isfinite(original)).sum())
+        raise TerrainError(f"the stored original heights of '{obj.name}' are damaged ({bad} "
+                           "NaN/inf values); nothing was changed. Use Undo, or Apply to "
+                           "keep the current heights as the new original")
     gridio.write_heights(me, g, gridio.read_positions(me), original)
     gridio.remove_layers(me)
     me.update()
@@ -200,5 +270,5 @@ def reset_to_original(obj: bpy.types.Object) -> bool:
         setattr(obj.terrain_erosion, key, None)
         instances.remove_object(extra)
     obj.terrain_erosion.rounds_done = 0
-    obj.terrain_erosion.state_seed = -1
+    obj.terrain_erosion.set_state_seed(-1)
     return True

@@ -10,12 +10,12 @@ import bpy
 
 from . import grid as gridio
 from . import presets_ui
-from .job import ErosionJob, JobEnded, reset_to_original
-from .simcore.params import ParameterError
-from .simcore.presets import PresetError, load_preset, save_preset
-from .simcore.terrain import TerrainError
+from .job import ErosionJob, JobEnded, reset_to_original  # noqa: F401 (JobEnded: API)
+from .simcore.errors import UserError
+from .simcore.presets import delete_preset, load_preset, save_preset
 
-USER_ERRORS = (gridio.GridError, ParameterError, TerrainError)
+#: Everything a user can cause (grid problems, parameters, files, an ended run).
+USER_ERRORS = (UserError,)
 TICK_BUDGET = 0.04  # seconds of simulation per timer tick: keeps the viewport responsive
 
 
@@ -77,7 +77,7 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
 
         try:
             progress = job.run(report, every=1.0)
-        except JobEnded as exc:
+        except USER_ERRORS as exc:
             job.cancel()
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
@@ -135,13 +135,17 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
             self.report({'WARNING'}, message)
             return {'CANCELLED'}
         if not keep:
-            self._job.cancel()
+            problem = self._job.cancel()
+            if problem:
+                rt.status = problem
+                self.report({'WARNING'}, problem)
+                return {'CANCELLED'}
             rt.status = "Cancelled: mesh restored"
             self.report({'INFO'}, "Erosion cancelled; the mesh is as it was")
             return {'CANCELLED'}
         try:
             self._job.finish()
-        except JobEnded as exc:
+        except USER_ERRORS as exc:
             self.report({'WARNING'}, str(exc))
             return {'CANCELLED'}
         rt.status = f"Done: {self._job.sim.particles_done} particles"
@@ -196,7 +200,7 @@ class TERRAIN_OT_step(_TerrainOperator, bpy.types.Operator):
             job = ErosionJob(context.active_object, particles=1)
             job.sim.run_round()
             job.finish()
-        except USER_ERRORS + (JobEnded,) as exc:
+        except USER_ERRORS as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
         return {'FINISHED'}
@@ -214,7 +218,7 @@ class TERRAIN_OT_reset(_TerrainOperator, bpy.types.Operator):
         obj = context.active_object
         try:
             done = reset_to_original(obj)
-        except gridio.GridError as exc:
+        except USER_ERRORS as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
         if not done:
@@ -269,10 +273,10 @@ class TERRAIN_OT_preset_apply(_MeshSettingsOperator, bpy.types.Operator):
     def execute(self, context):
         try:
             preset = load_preset(self.filepath)
-        except PresetError as exc:
+            context.active_object.terrain_erosion.apply_preset(preset)
+        except USER_ERRORS as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
-        context.active_object.terrain_erosion.apply_preset(preset)
         return {'FINISHED'}
 
 
@@ -296,8 +300,12 @@ class TERRAIN_OT_preset_save(_MeshSettingsOperator, bpy.types.Operator):
         if not stem:
             self.report({'ERROR'}, "Give the preset a name with letters or digits")
             return {'CANCELLED'}
-        preset = context.active_object.terrain_erosion.to_preset(self.name.strip())
-        path = save_preset(preset, presets_ui.user_dir() / f"{stem}.toml")
+        try:
+            preset = context.active_object.terrain_erosion.to_preset(self.name.strip())
+            path = save_preset(preset, presets_ui.user_dir() / f"{stem}.toml")
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
         self.report({'INFO'}, f"Saved preset to {path}")
         return {'FINISHED'}
 
@@ -313,10 +321,15 @@ class TERRAIN_OT_preset_delete(bpy.types.Operator):
 
     def execute(self, context):
         path = Path(self.filepath)
-        if path.parent.resolve() != presets_ui.user_dir().resolve() or path.suffix != ".toml":
-            self.report({'ERROR'}, "Only user presets can be deleted")
+        try:
+            if (path.parent.resolve() != presets_ui.user_dir().resolve()
+                    or path.suffix != ".toml"):
+                self.report({'ERROR'}, "Only user presets can be deleted")
+                return {'CANCELLED'}
+            delete_preset(path)
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
-        path.unlink(missing_ok=True)
         return {'FINISHED'}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import bpy
 
+from .simcore.errors import UserError, describe_os_error
 from .simcore.presets import BUNDLED_DIRS, PresetError, load_preset, preset_files
 
 _PACKAGE = __package__ or "terrain_erosion"
@@ -23,7 +24,11 @@ def user_dir() -> Path:
     else:
         path = Path(os.environ.get("TERRAIN_EROSION_USER_DIR")
                     or Path(tempfile.gettempdir()) / "terrain_erosion_user") / "presets"
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PresetError(describe_os_error(exc, path, "create the user preset folder")) \
+            from None
     return path
 
 
@@ -32,17 +37,30 @@ def file_stem(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
-def all_presets() -> list[tuple[str, Path, bool]]:
-    """(label, path, is_user) for every loadable preset; broken files are skipped."""
-    user = user_dir()
+def preset_entries() -> list[tuple[str, Path, bool, str | None]]:
+    """(label, path, is_user, problem) for every preset file; ``problem`` is None for
+    a loadable preset, else the message saying what is wrong with the file."""
+    dirs = list(BUNDLED_DIRS)
+    try:
+        user: Path | None = user_dir()
+        dirs.append(user)
+    except UserError:
+        user = None
     out = []
-    for stem, path in preset_files([*BUNDLED_DIRS, user]).items():
+    for stem, path in preset_files(dirs).items():
+        problem = None
         try:
             label = load_preset(path).name or stem
-        except PresetError:
-            continue
-        out.append((label, path, path.parent == user))
+        except UserError as exc:
+            label, problem = stem, str(exc)
+        out.append((label, path, user is not None and path.parent == user, problem))
     return sorted(out, key=lambda item: (item[2], item[0].lower()))
+
+
+def all_presets() -> list[tuple[str, Path, bool]]:
+    """(label, path, is_user) for every loadable preset; broken files are left out."""
+    return [(label, path, is_user)
+            for label, path, is_user, problem in preset_entries() if problem is None]
 
 
 class TERRAIN_MT_presets(bpy.types.Menu):
@@ -53,10 +71,14 @@ class TERRAIN_MT_presets(bpy.types.Menu):
 
     def draw(self, context):
         layout = self.layout
-        for label, path, is_user in all_presets():
+        for label, path, is_user, problem in preset_entries():
             row = layout.row(align=True)
-            op = row.operator("terrain.preset_apply", text=label,
-                              icon='USER' if is_user else 'PRESET')
+            if problem:  # listed, never applied silently: clicking reports the problem
+                op = row.operator("terrain.preset_apply", text=f"{label} (broken)",
+                                  icon='ERROR')
+            else:
+                op = row.operator("terrain.preset_apply", text=label,
+                                  icon='USER' if is_user else 'PRESET')
             op.filepath = str(path)
             if is_user:
                 row.operator("terrain.preset_delete", text="", icon='X').filepath = str(path)

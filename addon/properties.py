@@ -12,6 +12,33 @@ from .simcore.presets import SIMULATION_KEYS, Preset
 from .simcore.simulation import PROCESSES, process_params
 
 INT32_MAX = 2**31 - 1
+SEED_MAX = 2**63 - 1
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 20
+
+
+def _seed_edited(self, _context) -> None:
+    """Typing in the 32-bit Seed field makes it the seed again (drops a 64-bit one)."""
+    if self.seed_text and self.seed_text != str(self.seed):
+        self["seed_text"] = ""
+
+
+def _seed_text_edited(self, _context) -> None:
+    """Keep the 32-bit Seed field in step with a valid 64-bit seed text."""
+    text = self.seed_text.strip()
+    if _digits(text) and int(text) <= INT32_MAX:
+        self["seed"] = int(text)
+        self["seed_text"] = ""
+
+
+def parse_seed(text: str) -> int:
+    """A seed typed as text: a whole number 0..2**63-1, else ParameterError."""
+    text = text.strip()
+    if not _digits(text) or int(text) > SEED_MAX:
+        raise ParameterError(f"Seed '{text}' must be a whole number from 0 to {SEED_MAX}")
+    return int(text)
 
 
 def _label(name: str) -> str:
@@ -74,8 +101,14 @@ def _settings_annotations() -> dict:
     ann.update({
         "seed": bpy.props.IntProperty(
             name="Seed", default=seed_default, min=seed_lo, max=INT32_MAX,
+            update=_seed_edited,
             description="Random seed: the same seed, settings and amount of work give the "
                         "same terrain"),
+        # Blender's IntProperty is 32-bit; seeds up to 2**63-1 (as in the CLI) live here
+        "seed_text": bpy.props.StringProperty(
+            name="Seed (64-bit)", default="", update=_seed_text_edited,
+            description="A seed above 2147483647, as digits (up to 9223372036854775807); "
+                        "empty: the Seed field is used"),
         "particles": bpy.props.IntProperty(
             name="Particles", default=part_default, min=max(part_lo, 1), max=INT32_MAX,
             soft_max=5_000_000,
@@ -99,6 +132,10 @@ def _settings_annotations() -> dict:
         "state_seed": bpy.props.IntProperty(
             name="State Seed", default=-1, min=-1,
             description="Seed of the run that produced the stored state"),
+        "state_seed_text": bpy.props.StringProperty(
+            name="State Seed (64-bit)", default="",
+            description="Seed of the run that produced the stored state, when above "
+                        "2147483647"),
         "tree_object": bpy.props.PointerProperty(
             name="Tree", type=bpy.types.Object,
             description="Object instanced for every tree (empty: a simple built-in tree)"),
@@ -141,19 +178,49 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
                                  "header (e.g. Droplet erosion)")
         return out
 
+    # -- 64-bit seeds ------------------------------------------------------------
+    def full_seed(self) -> int:
+        """The seed of the next run: the 64-bit text when set, else the Seed field."""
+        return parse_seed(self.seed_text) if self.seed_text.strip() else int(self.seed)
+
+    def set_full_seed(self, value: int) -> None:
+        if not 0 <= value <= SEED_MAX:
+            raise ParameterError(f"Seed {value} must be a whole number from 0 to {SEED_MAX}")
+        self["seed"] = value if value <= INT32_MAX else value & INT32_MAX
+        self["seed_text"] = "" if value <= INT32_MAX else str(value)
+
+    def stored_state_seed(self) -> int:
+        """Seed of the run that produced the stored state (-1: none)."""
+        text = self.state_seed_text.strip()
+        if _digits(text) and int(text) <= SEED_MAX:
+            return int(text)
+        return int(self.state_seed)
+
+    def set_state_seed(self, value: int) -> None:
+        self.state_seed = value if -1 <= value <= INT32_MAX else -1
+        self.state_seed_text = "" if -1 <= value <= INT32_MAX else str(value)
+
+    # -- presets -------------------------------------------------------------------
     def apply_preset(self, preset: Preset) -> None:
-        self.seed = min(preset.seed, INT32_MAX)
-        self.particles = min(max(preset.particles, 1), INT32_MAX)
+        """Take a preset's settings; a value Blender cannot hold is refused (nothing
+        changed) instead of clamped."""
+        if not 1 <= preset.particles <= INT32_MAX:
+            raise ParameterError(
+                f"'{preset.name}': particles = {preset.particles} cannot be set in Blender "
+                f"(allowed 1 to {INT32_MAX}); run several times or use the command line")
+        values = {name: preset.params.get(name) or process_params(name) for name in PROCESSES}
+        self.set_full_seed(preset.seed)
+        self.particles = preset.particles
         self.preset = preset.name
         for name in PROCESSES:
             group = getattr(self, name)
             group.enabled = bool(preset.enabled.get(name, False))
-            group.set_params(preset.params.get(name) or process_params(name))
+            group.set_params(values[name])
 
     def to_preset(self, name: str, description: str = "") -> Preset:
         params = {n: getattr(self, n).to_params() for n in PROCESSES}
         enabled = {n: bool(getattr(self, n).enabled) for n in PROCESSES}
-        return Preset(name=name, description=description, seed=self.seed,
+        return Preset(name=name, description=description, seed=self.full_seed(),
                       particles=self.particles, params=params, enabled=enabled)
 
 

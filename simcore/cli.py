@@ -14,8 +14,10 @@ import time
 import tomllib
 from pathlib import Path
 
-from .params import ParameterError
-from .terrain import TerrainError
+import numpy as np
+
+from .errors import UserError
+from .fileio import check_output
 
 EPILOG = """\
 examples:
@@ -28,11 +30,20 @@ examples:
 heights in .npy files are world units; --cell-size is the world distance between
 neighbouring samples (default 1). An .npz output holds the whole state (every array
 by name, in cell units, plus 'height' in world units and JSON 'metadata'); pass it as
---input to continue a run with the same random sequence.
+--input to continue a run with the same random sequence. --particles 0 does no work
+(an .npy input is written out as a state).
+
+exit codes: 0 done, 2 a problem with the input, parameters or output (one line on
+stderr says what to do; nothing is written), 130 interrupted (nothing written).
 """
 
+#: Largest grid the CLI erodes (cells per side squared) and the largest it generates.
+MAX_ERODE_CELLS = 8192 * 8192
+MAX_GENERATE_CELLS = 16384 * 16384
+SEED_RANGE = (0, 2**63 - 1)
 
-class CliError(Exception):
+
+class CliError(UserError):
     """A user mistake: printed as one line, exit code 2, nothing written."""
 
 
@@ -44,45 +55,95 @@ def parse_set(items: list[str]) -> dict[str, object]:
             raise CliError(f"--set {item!r}: expected KEY=VALUE, e.g. droplets.Kq=5")
         try:
             value = tomllib.loads(f"v = {text.strip()}")["v"]
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError, KeyError):
             value = text.strip()
         out[key.strip()] = value
     return out
 
 
-def _check_output(path: str, allowed: tuple[str, ...]) -> Path:
-    out = Path(path)
-    if out.suffix.lower() not in allowed:
-        raise CliError(f"--output {path}: use one of {', '.join(allowed)}")
-    if not out.parent.exists():
-        raise CliError(f"--output {path}: folder {out.parent} does not exist")
-    return out
+def _check_output(path: str, allowed: tuple[str, ...], estimate: int = 0) -> Path:
+    """Refuse a bad --output before any work: suffix, folder, writable, free space."""
+    try:
+        return check_output(path, estimate, allowed)
+    except UserError as exc:
+        raise CliError(f"--output: {exc}") from None
+
+
+def _cell_size(value: float | None, default: float = 1.0) -> float:
+    from .terrain import CELL_SIZE_RANGE
+
+    lo, hi = CELL_SIZE_RANGE
+    value = default if value is None else value
+    if not lo <= value <= hi:  # also refuses NaN
+        raise CliError(f"--cell-size must be a positive number from {lo:g} to {hi:g}, "
+                       f"got {value!r}")
+    return value
+
+
+def _seed(value: int) -> int:
+    lo, hi = SEED_RANGE
+    if not lo <= value <= hi:
+        raise CliError(f"--seed must be a whole number from {lo} to {hi} (64-bit), got "
+                       f"{value}")
+    return value
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from .fileio import check_memory
     from .noise import fractal_terrain
-    from .state_io import save_heights
+    from .state_io import heights_bytes, save_heights
+    from .terrain import MAX_ABS_VALUE
 
-    out = _check_output(args.output, (".npy",))
-    rows = args.rows or args.size
-    cols = args.cols or args.size
-    if rows < 3 or cols < 3 or rows * cols > 16384 * 16384:
+    rows = args.size if args.rows is None else args.rows
+    cols = args.size if args.cols is None else args.cols
+    if rows < 3 or cols < 3 or rows * cols > MAX_GENERATE_CELLS:
         raise CliError(f"grid {rows}x{cols}: sides must be >= 3 and the grid at most "
                        "16384x16384")
-    heights = fractal_terrain(rows, cols, seed=args.seed, relief=args.relief)
-    save_heights(out, heights * args.cell_size)
-    print(f"wrote {out} ({rows}x{cols}, heights 0..{heights.max() * args.cell_size:g})",
-          file=sys.stderr)
+    seed = _seed(args.seed)
+    cell = _cell_size(args.cell_size)
+    relief = args.relief
+    if relief is not None and not 0 <= relief <= MAX_ABS_VALUE:  # also refuses NaN
+        raise CliError(f"--relief must be a number from 0 to {MAX_ABS_VALUE:g} (cells), "
+                       f"got {relief!r}")
+    out = _check_output(args.output, (".npy",), heights_bytes((rows, cols)))
+    check_memory(rows * cols * 8 * 6, f"a {rows}x{cols} terrain")
+    heights = fractal_terrain(rows, cols, seed=seed, relief=relief) * cell
+    if not np.isfinite(heights).all() or np.abs(heights).max() > MAX_ABS_VALUE * cell:
+        raise CliError(f"--relief {relief} with --cell-size {cell} gives heights out of "
+                       "range; use smaller values")
+    save_heights(out, heights)
+    print(f"wrote {out} ({rows}x{cols}, heights 0..{heights.max():g})", file=sys.stderr)
     return 0
 
 
-def cmd_erode(args: argparse.Namespace) -> int:
-    from .presets import find_preset
-    from .simulation import Simulation
-    from .state_io import load_heights, load_state, save_heights, save_state
+def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
+    """(terrain, rounds_done) from --input; checked before any work."""
+    from .state_io import load_heights, load_state
     from .terrain import Terrain
 
+    name = args.input.lower()
+    if name.endswith(".npz"):
+        if args.cell_size is not None:
+            raise CliError("--cell-size cannot change the cell size of a saved state")
+        terrain, meta = load_state(args.input)
+        rounds_done = int(meta.get("rounds_done", 0)) if meta.get("seed") == preset.seed else 0
+        return terrain, rounds_done
+    if name.endswith(".npy"):
+        cell = _cell_size(args.cell_size)
+        return Terrain.from_heights(load_heights(args.input), cell), 0
+    raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
+
+
+def cmd_erode(args: argparse.Namespace) -> int:
+    from .fileio import check_memory
+    from .presets import find_preset
+    from .simulation import Simulation
+    from .state_io import heights_bytes, save_heights, save_state, state_bytes
+    from .terrain import BYTES_PER_CELL
+
     out = _check_output(args.output, (".npy", ".npz"))
+    if args.cell_size is not None:
+        _cell_size(args.cell_size)
     preset = find_preset(args.preset)
     overrides = parse_set(args.set or [])
     if args.seed is not None:
@@ -90,21 +151,13 @@ def cmd_erode(args: argparse.Namespace) -> int:
     if args.particles is not None:
         overrides["particles"] = args.particles
     preset = preset.with_overrides(overrides)
-    rounds_done = 0
-    if args.input.lower().endswith(".npz"):
-        terrain, meta = load_state(args.input)
-        if meta.get("seed") == preset.seed:
-            rounds_done = int(meta.get("rounds_done", 0))
-        if args.cell_size is not None:
-            raise CliError("--cell-size cannot change the cell size of a saved state")
-    elif args.input.lower().endswith(".npy"):
-        cell = 1.0 if args.cell_size is None else args.cell_size
-        terrain = Terrain.from_heights(load_heights(args.input), cell)
-    else:
-        raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
-    if terrain.bedrock.size > 8192 * 8192:
-        raise CliError(f"grid {terrain.shape[0]}x{terrain.shape[1]} is larger than "
-                       "8192x8192; downsample it first")
+    terrain, rounds_done = _load_input(args, preset)
+    rows, cols = terrain.shape
+    if rows * cols > MAX_ERODE_CELLS:
+        raise CliError(f"grid {rows}x{cols} is larger than 8192x8192; downsample it first")
+    check_memory(rows * cols * BYTES_PER_CELL, f"eroding a {rows}x{cols} grid")
+    estimate = (state_bytes if out.suffix.lower() == ".npz" else heights_bytes)((rows, cols))
+    _check_output(args.output, (".npy", ".npz"), estimate)
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                      particles=preset.particles, rounds_done=rounds_done)
     t0 = time.perf_counter()
@@ -115,9 +168,9 @@ def cmd_erode(args: argparse.Namespace) -> int:
                   f"{time.perf_counter() - t0:6.1f}s", file=sys.stderr, flush=True)
 
     if not args.quiet:
-        print(f"eroding {terrain.shape[0]}x{terrain.shape[1]} with preset "
-              f"'{preset.name}' ({', '.join(sim.processes)}), {sim.target_particles} "
-              f"particles, seed {preset.seed}", file=sys.stderr)
+        print(f"eroding {rows}x{cols} with preset '{preset.name}' "
+              f"({', '.join(sim.processes)}), {sim.target_particles} particles, "
+              f"seed {preset.seed}", file=sys.stderr)
     sim.run(report, report_every=1.0)
     meta = sim.metadata()
     meta["preset"] = preset.name
@@ -134,23 +187,34 @@ def cmd_presets(args: argparse.Namespace) -> int:
     from .presets import load_preset, preset_files
 
     for name, path in preset_files().items():
-        p = load_preset(path)
+        try:
+            p = load_preset(path)
+        except UserError as exc:
+            print(f"{name:16s} BROKEN: {exc}")
+            continue
         print(f"{name:16s} {p.name}: {p.description} "
               f"[{', '.join(p.enabled_params())}; {p.particles} particles]")
     return 0
 
 
 def cmd_shade(args: argparse.Namespace) -> int:
+    from .fileio import check_memory
     from .image import save_png, shaded_relief
     from .state_io import load_heights, load_state
+    from .terrain import Terrain
 
     out = _check_output(args.output, (".png",))
-    if args.input.lower().endswith(".npz"):
+    name = args.input.lower()
+    if name.endswith(".npz"):
         terrain, _ = load_state(args.input)
-        heights = terrain.height()
+    elif name.endswith(".npy"):
+        terrain = Terrain.from_heights(load_heights(args.input), _cell_size(args.cell_size))
     else:
-        heights = load_heights(args.input) / args.cell_size
-    save_png(out, shaded_relief(heights))
+        raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
+    rows, cols = terrain.shape
+    check_memory(rows * cols * 8 * 12, f"shading a {rows}x{cols} grid")
+    _check_output(args.output, (".png",), 3 * rows * cols + rows + 2**16)
+    save_png(out, shaded_relief(terrain.height()))
     return 0
 
 
@@ -199,15 +263,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; 0 done, 2 user error (one line on stderr), 130 interrupted."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "cell_size", None) is not None and not args.cell_size > 0:
-        print("error: --cell-size must be a positive number", file=sys.stderr)
-        return 2
     try:
         return args.func(args)
-    except (CliError, ParameterError, TerrainError) as exc:
+    except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("error: out of memory; use a smaller grid or close other programs",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; nothing written", file=sys.stderr)

@@ -8,12 +8,22 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import UserError
+from .fileio import atomic_write
+
 
 def shaded_relief(height: np.ndarray, sediment: np.ndarray | None = None,
                   azimuth_deg: float = 315.0, altitude_deg: float = 40.0,
                   exaggeration: float = 2.0) -> np.ndarray:
     """RGB uint8 (rows, cols, 3): hillshade of ``height`` (cell units) tinted by
-    elevation; where ``sediment`` is given, loose material shows sandy."""
+    elevation; where ``sediment`` is given, loose material shows sandy. NaN/inf
+    heights are refused (a picture of them would be garbage)."""
+    height = np.asarray(height, dtype=np.float64)
+    if height.ndim != 2 or min(height.shape) < 2:
+        raise UserError(f"a shaded relief needs a 2-D grid of at least 2x2 heights, got "
+                        f"shape {height.shape}")
+    if not np.isfinite(height).all():
+        raise UserError("the heights have NaN/inf values: fill them before shading")
     gy, gx = np.gradient(height * exaggeration)
     az, alt = np.radians(azimuth_deg), np.radians(altitude_deg)
     light = np.array([np.cos(alt) * np.sin(az), -np.cos(alt) * np.cos(az), np.sin(alt)])
@@ -43,6 +53,4 @@ def save_png(path: str | Path, rgb: np.ndarray) -> Path:
     png = (b"\x89PNG\r\n\x1a\n"
            + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, 8, 2, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
-    path = Path(path)
-    path.write_bytes(png)
-    return path
+    return atomic_write(Path(path), lambda f: f.write(png))

@@ -11,8 +11,10 @@ import dataclasses
 import math
 from typing import Any
 
+from .errors import UserError
 
-class ParameterError(ValueError):
+
+class ParameterError(UserError):
     """A parameter value is unknown, of the wrong type or out of its documented range."""
 
 

@@ -24,6 +24,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from .errors import describe_os_error
+from .fileio import atomic_write
 from .params import ParameterError, Params, describe_range
 from .simulation import PROCESSES, process_params
 
@@ -128,16 +130,32 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
     return preset
 
 
+#: Largest preset file read (bytes): presets are a few hundred bytes of settings.
+MAX_PRESET_BYTES = 1 << 20
+
+
 def load_preset(path: str | Path) -> Preset:
     """Load and validate one preset file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PRESET_BYTES + 1)
     except OSError as exc:
-        raise PresetError(f"{path}: cannot read preset ({exc.strerror})") from None
+        raise PresetError(f"{path}: cannot read preset ({exc.strerror or exc}); check "
+                          "the path") from None
+    except ValueError as exc:  # e.g. a NUL byte in the path
+        raise PresetError(f"{path!r}: cannot read preset ({exc})") from None
+    if len(raw) > MAX_PRESET_BYTES:
+        raise PresetError(f"{path}: is larger than {MAX_PRESET_BYTES} bytes; a preset is "
+                          "a short TOML file of settings")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PresetError(f"{path}: is not UTF-8 text (bad byte at position {exc.start}); "
+                          "save it as UTF-8") from None
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
         raise PresetError(f"{path}: not valid TOML: {exc}") from None
     preset = parse_preset(data, str(path), name=path.stem)
     if not preset.name:
@@ -190,7 +208,20 @@ def dump_preset(preset: Preset) -> str:
 
 
 def save_preset(preset: Preset, path: str | Path) -> Path:
+    """Write ``preset`` as TOML, atomically; its folder is created if missing."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_preset(preset), encoding="utf-8")
-    return path
+    text = dump_preset(preset).encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PresetError(describe_os_error(exc, path, "save preset")) from None
+    return atomic_write(path, lambda f: f.write(text))
+
+
+def delete_preset(path: str | Path) -> None:
+    """Remove a user preset file; a missing file is fine, other failures are
+    PresetError naming the path."""
+    try:
+        Path(path).unlink(missing_ok=True)
+    except OSError as exc:
+        raise PresetError(describe_os_error(exc, path, "delete preset")) from None

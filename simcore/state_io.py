@@ -1,16 +1,41 @@
-"""Save and load heightmaps (.npy, world units) and whole states (.npz)."""
+"""Save and load heightmaps (.npy, world units) and whole states (.npz).
+
+Readers check every header before allocating: a damaged, truncated or foreign file
+gives a :class:`~simcore.terrain.StateFileError` ("this file is not a Terrain Erosion
+state: ..."), never a raw exception or a huge allocation. Writers go through
+:func:`simcore.fileio.atomic_write`.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import math
+import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
-from .terrain import ALL_FIELDS, Terrain, TerrainError
+from .errors import UserError
+from .fileio import atomic_write, check_memory
+from .terrain import (
+    ALL_FIELDS,
+    BYTES_PER_CELL,
+    StateFileError,
+    Terrain,
+    TerrainError,
+    check_cell_size,
+)
+
+#: Largest grid a file may hold (cells); the same bound the CLI uses for erosion input.
+MAX_FILE_CELLS = 16384 * 16384
+#: Largest 'rounds_done' a state may claim: keeps particle indices far inside int64.
+MAX_ROUNDS = 10**12
+#: Largest number of trees a state may hold.
+MAX_TREES = 10**8
+SEED_RANGE = (0, 2**63 - 1)
+
+NOT_A_STATE = "this file is not a Terrain Erosion state"
 
 
 def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> Path:
@@ -20,57 +45,192 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
             "units": "arrays in cell units (world / cell_size); 'height' in world units"}
     arrays = {**terrain.arrays(), "trees": terrain.trees, "height": terrain.world_height(),
               "metadata": np.array(json.dumps(meta))}
-    return _atomic_write(Path(path), lambda f: np.savez_compressed(f, **arrays))
+    return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
 
 
 def save_heights(path: str | Path, heights: np.ndarray) -> Path:
     """Write a float64 heightmap .npy atomically."""
-    return _atomic_write(Path(path), lambda f: np.save(f, np.asarray(heights, np.float64)))
+    return atomic_write(path, lambda f: np.save(f, np.asarray(heights, np.float64)))
 
 
-def _atomic_write(path: Path, write) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def state_bytes(shape: tuple[int, int]) -> int:
+    """Upper estimate of an .npz state's size on disk (uncompressed arrays)."""
+    return (len(ALL_FIELDS) + 1) * 8 * shape[0] * shape[1] + 2**20
+
+
+def heights_bytes(shape: tuple[int, int]) -> int:
+    return 8 * shape[0] * shape[1] + 128
+
+
+# -- reading -----------------------------------------------------------------------
+
+def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from an .npy header, without reading the data."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"unknown .npy version {version}")
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise StateFileError(f"{where}: not a valid .npy array ({exc})") from None
+    if dtype.hasobject or dtype.kind not in "biuf" or dtype.names is not None:
+        raise StateFileError(f"{where}: holds {dtype} values; heights must be real numbers")
+    return tuple(int(n) for n in shape), dtype
 
 
-def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
-    """Read an .npz written by :func:`save_state`; returns (terrain, metadata)."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            if "metadata" not in data or "bedrock" not in data:
-                raise TerrainError(f"{path}: not a Terrain Erosion state (.npz needs "
-                                   "'bedrock' and 'metadata'); pass a .npy heightmap instead")
-            meta = json.loads(str(data["metadata"]))
-            arrays = {n: data[n] for n in ALL_FIELDS if n in data}
-            trees = data["trees"] if "trees" in data else np.zeros((0, 3))
-    except (OSError, ValueError) as exc:
-        raise TerrainError(f"{path}: cannot read state: {exc}") from None
-    cell_size = float(meta.get("cell_size", 1.0))
-    bedrock = arrays.pop("bedrock")
-    terrain = Terrain.from_heights(bedrock, cell_size, world_units=False, **arrays)
-    terrain.outflow = float(meta.get("outflow", 0.0))
-    terrain.trees = trees
-    terrain.validate()
-    return terrain, meta
+def _check_array_size(shape: tuple[int, ...], dtype: np.dtype, where: str,
+                      data_bytes: int | None) -> None:
+    count = math.prod(shape)
+    if count > MAX_FILE_CELLS * (3 if len(shape) == 2 and shape[-1] == 3 else 1):
+        raise StateFileError(f"{where}: claims a {'x'.join(map(str, shape))} array, larger "
+                             f"than the largest grid (16384x16384)")
+    if data_bytes is not None and count * dtype.itemsize > data_bytes:
+        raise StateFileError(f"{where}: the file is truncated (the header promises "
+                             f"{count * dtype.itemsize} bytes, it holds {data_bytes})")
 
 
 def load_heights(path: str | Path) -> np.ndarray:
     """Read a 2-D heightmap from .npy (world units)."""
     path = Path(path)
+    where = f"{path}: cannot read heightmap"
     try:
-        heights = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise TerrainError(f"{path}: cannot read heightmap: {exc}") from None
-    if not isinstance(heights, np.ndarray):
-        raise TerrainError(f"{path}: expected one array in a .npy file")
+        with open(path, "rb") as f:
+            shape, dtype = _npy_header(f, where)
+            header_end = f.tell()
+            f.seek(0, 2)
+            _check_array_size(shape, dtype, where, f.tell() - header_end)
+            if len(shape) != 2:
+                raise StateFileError(f"{where}: expected a 2-D (rows, cols) array, got "
+                                     f"shape {shape}")
+            check_memory(math.prod(shape) * BYTES_PER_CELL, f"a {shape[0]}x{shape[1]} grid")
+            f.seek(0)
+            heights = np.load(f, allow_pickle=False)
+    except UserError:
+        raise
+    except OSError as exc:
+        raise StateFileError(f"{where}: {exc.strerror or exc}; check the path") from None
+    except ValueError as exc:
+        raise StateFileError(f"{where}: {exc}") from None
     return heights
+
+
+def _meta_number(meta: dict, key: str, default: float, where: str) -> float:
+    value = meta.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value):
+        raise StateFileError(f"{where}: metadata '{key}' must be a finite number, got "
+                             f"{value!r}")
+    return float(value)
+
+
+def _meta_int(meta: dict, key: str, lo: int, hi: int, where: str) -> None:
+    if key not in meta:
+        return
+    value = meta[key]
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise StateFileError(f"{where}: metadata '{key}' must be a whole number from {lo} to "
+                             f"{hi}, got {value!r}")
+
+
+def _read_member(zf: zipfile.ZipFile, name: str, where: str) -> np.ndarray:
+    info = zf.getinfo(name)
+    with zf.open(info) as f:
+        shape, dtype = _npy_header(f, f"{where}: array '{name[:-4]}'")
+        _check_array_size(shape, dtype, f"{where}: array '{name[:-4]}'",
+                          info.file_size - f.tell())
+        f.seek(0)
+        return np.lib.format.read_array(f, allow_pickle=False)
+
+
+def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
+    """Read an .npz written by :func:`save_state`; returns (terrain, metadata)."""
+    path = Path(path)
+    where = f"{path}: {NOT_A_STATE}"
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if "metadata.npy" not in names or "bedrock.npy" not in names:
+                raise StateFileError(f"{where}: it needs the arrays 'bedrock' and "
+                                     "'metadata'; pass a .npy heightmap instead")
+            info = zf.getinfo("metadata.npy")
+            if info.file_size > 2**24:
+                raise StateFileError(f"{where}: its metadata is {info.file_size} bytes")
+            with zf.open(info) as f:
+                shape, dtype = _npy_header_text(f, where)
+                raw = np.lib.format.read_array(f, allow_pickle=False)
+            shape, _ = _peek(zf, "bedrock.npy", where)
+            if len(shape) != 2:
+                raise StateFileError(f"{where}: 'bedrock' must be 2-D, got shape {shape}")
+            check_memory(math.prod(shape) * BYTES_PER_CELL, f"a {shape[0]}x{shape[1]} grid")
+            meta = _parse_meta(raw, where)
+            arrays = {n: _read_member(zf, f"{n}.npy", where)
+                      for n in ALL_FIELDS if f"{n}.npy" in names}
+            trees = (_read_member(zf, "trees.npy", where) if "trees.npy" in names
+                     else np.zeros((0, 3)))
+    except UserError:
+        raise
+    except OSError as exc:
+        raise StateFileError(f"{path}: cannot read state: {exc.strerror or exc}; check the "
+                             "path") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, KeyError, ValueError,
+            NotImplementedError, RuntimeError) as exc:
+        raise StateFileError(f"{where}: {type(exc).__name__}: {exc}") from None
+    try:
+        cell_size = check_cell_size(_meta_number(meta, "cell_size", 1.0, where))
+    except TerrainError as exc:
+        raise StateFileError(f"{where}: {exc}") from None
+    outflow = _meta_number(meta, "outflow", 0.0, where)
+    bedrock = arrays.pop("bedrock")
+    if trees.ndim != 2 or len(trees) > MAX_TREES:
+        raise StateFileError(f"{where}: 'trees' must be an (n, 3) table, got shape "
+                             f"{trees.shape}")
+    try:
+        terrain = Terrain.from_heights(bedrock, cell_size, world_units=False, **arrays)
+        terrain.outflow = outflow
+        terrain.trees = trees
+        terrain.validate()
+    except TerrainError as exc:
+        raise StateFileError(f"{where}: {exc}") from None
+    return terrain, meta
+
+
+def _npy_header_text(f: IO[bytes], where: str):
+    try:
+        version = np.lib.format.read_magic(f)
+        reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                  else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = reader(f)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise StateFileError(f"{where}: metadata is not a valid array ({exc})") from None
+    if dtype.kind != "U" or shape != ():
+        raise StateFileError(f"{where}: metadata must be one JSON text, got {dtype} "
+                             f"of shape {shape}")
+    # read_array needs the file at its start again
+    f.seek(0)
+    return shape, dtype
+
+
+def _peek(zf: zipfile.ZipFile, name: str, where: str):
+    info = zf.getinfo(name)
+    with zf.open(info) as f:
+        shape, dtype = _npy_header(f, f"{where}: array '{name[:-4]}'")
+        _check_array_size(shape, dtype, f"{where}: array '{name[:-4]}'",
+                          info.file_size - f.tell())
+    return shape, dtype
+
+
+def _parse_meta(raw: np.ndarray, where: str) -> dict[str, Any]:
+    try:
+        meta = json.loads(str(raw))
+    except (ValueError, RecursionError) as exc:
+        raise StateFileError(f"{where}: metadata is not JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise StateFileError(f"{where}: metadata must be a JSON object, got "
+                             f"{type(meta).__name__}")
+    _meta_int(meta, "rounds_done", 0, MAX_ROUNDS, where)
+    _meta_int(meta, "seed", *SEED_RANGE, where)
+    return meta
+

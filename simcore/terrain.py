@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputFileError, UserError
+
 #: State arrays: name -> (default fill value, lower bound, upper bound, doc).
 STATE_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
     "bedrock": (0.0, None, None, "solid ground height, cell units"),
@@ -33,10 +35,35 @@ INPUT_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
 ALL_FIELDS = {**STATE_FIELDS, **INPUT_FIELDS}
 
 MIN_SIDE = 3
+#: Allowed cell sizes (world units): wide enough for millimetre to continental grids,
+#: narrow enough that world heights (cell units x cell size) stay finite.
+CELL_SIZE_RANGE = (1e-9, 1e9)
+#: Largest magnitude of any terrain value, cell units: far beyond real relief, small
+#: enough that squares and sums in the kernels can never overflow to inf.
+MAX_ABS_VALUE = 1e9
+#: Memory one grid cell costs during a run (state arrays, scratch, output copies).
+BYTES_PER_CELL = 24 * 8
 
 
-class TerrainError(ValueError):
+class TerrainError(UserError):
     """The terrain arrays are unusable (shape, dtype, NaN/inf, range)."""
+
+
+class StateFileError(TerrainError, InputFileError):
+    """A file is not a usable Terrain Erosion state or heightmap."""
+
+
+def check_cell_size(cell_size: Any) -> float:
+    """A finite cell size inside :data:`CELL_SIZE_RANGE`, or TerrainError."""
+    lo, hi = CELL_SIZE_RANGE
+    try:
+        value = float(cell_size)
+    except (TypeError, ValueError, OverflowError):
+        value = float("nan")
+    if isinstance(cell_size, bool) or not (lo <= value <= hi):
+        raise TerrainError(f"cell_size must be a number from {lo:g} to {hi:g} (world "
+                           f"units between neighbouring samples), got {cell_size!r}")
+    return value
 
 
 def _as_float_grid(name: str, value: Any, shape: tuple[int, int] | None) -> np.ndarray:
@@ -59,6 +86,12 @@ def _as_float_grid(name: str, value: Any, shape: tuple[int, int] | None) -> np.n
         raise TerrainError(
             f"'{name}' has {int(bad.sum())} NaN/inf value(s), first at row {r}, col {c}; "
             "fix or fill them before eroding")
+    big = float(np.abs(arr).max())
+    if big > MAX_ABS_VALUE:
+        raise TerrainError(
+            f"'{name}' has values up to {big:g} cells; the allowed range is "
+            f"-{MAX_ABS_VALUE:g}..{MAX_ABS_VALUE:g} cells: rescale the heights or use a "
+            "larger cell size")
     return arr
 
 
@@ -93,11 +126,14 @@ class Terrain:
         With ``world_units`` the heights are world heights and are divided by
         ``cell_size``; otherwise they are already in cell units.
         """
-        cell_size = float(cell_size)
-        if not np.isfinite(cell_size) or cell_size <= 0:
-            raise TerrainError(f"cell_size must be a positive number, got {cell_size!r}")
-        bedrock = _as_float_grid("heights", heights, None)
-        bedrock = bedrock / cell_size if world_units else bedrock.copy()
+        cell_size = check_cell_size(cell_size)
+        raw = np.asarray(heights)
+        if world_units and raw.dtype.kind in "iuf":
+            with np.errstate(over="ignore"):
+                raw = raw / cell_size
+        bedrock = _as_float_grid("heights", raw, None)
+        if not world_units:
+            bedrock = bedrock.copy()
         values = {"bedrock": bedrock}
         for name, array in arrays.items():
             if name not in ALL_FIELDS or name == "bedrock":
@@ -140,8 +176,10 @@ class Terrain:
             if hi is not None and (arr > hi).any():
                 raise TerrainError(f"'{name}' has values above {hi:g} (max {arr.max():g})")
             setattr(self, name, arr)
-        if not np.isfinite(self.cell_size) or self.cell_size <= 0:
-            raise TerrainError(f"cell_size must be a positive number, got {self.cell_size!r}")
+        self.cell_size = check_cell_size(self.cell_size)
+        if not np.isfinite(self.outflow) or abs(self.outflow) > MAX_ABS_VALUE * self.bedrock.size:
+            raise TerrainError(f"outflow must be a finite amount of material, got "
+                               f"{self.outflow!r}")
         if self.rain.sum() <= 0:
             raise TerrainError("'rain' is zero everywhere; no droplet could start")
         trees = np.asarray(self.trees)

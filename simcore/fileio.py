@@ -1,0 +1,271 @@
+"""Safe file writes and the checks made before any work starts.
+
+Every file the project writes goes through :func:`atomic_write`: a temporary file in
+the target's folder, fsync, then one rename over the target. The previous file stays
+intact until the new one is complete; the temporary file is removed on every exit path
+(errors, Ctrl+C, SIGTERM); a temporary left by a killed process is swept on the next
+write to the same name. New files get the user's umask; a file that already exists
+keeps its permission bits; a symlink keeps pointing where it pointed (its target is
+replaced).
+
+:func:`check_output` runs the same checks up front (a folder that exists, not a
+directory, writable, enough free space for the estimate), so a bad path is refused
+before the first particle falls. :func:`check_memory` refuses work that cannot fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import OutputPathError, ResourceError, describe_os_error
+
+TEMP_SUFFIX = ".tmp"
+#: A leftover temporary file of a dead process is removed on the next write
+#: (on Windows, where process ids cannot be probed safely, once it is this old).
+STALE_SECONDS = 24 * 3600
+#: Signals that end a process and are turned into a clean-up while a file is written.
+_CLEANUP_SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP")
+                         if hasattr(signal, n))
+
+
+def _mb(n: float) -> str:
+    return f"{n / 2**20:,.1f} MB" if n < 2**30 else f"{n / 2**30:,.2f} GB"
+
+
+def resolve_target(path: str | os.PathLike) -> Path:
+    """The file that will really be written: a symlink's final target, else ``path``."""
+    p = Path(path)
+    if p.is_symlink():
+        return Path(os.path.realpath(p))
+    return p
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}.te-"
+
+
+def _pid_alive(pid: int) -> bool:
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale_temps(target: Path) -> list[Path]:
+    """Remove temporary files of ``target`` left by processes that no longer run."""
+    removed = []
+    prefix = _temp_prefix(target)
+    try:
+        siblings = list(target.parent.iterdir())
+    except OSError:
+        return removed
+    for sib in siblings:
+        name = sib.name
+        if not (name.startswith(prefix) and name.endswith(TEMP_SUFFIX)):
+            continue
+        pid_text = name[len(prefix):-len(TEMP_SUFFIX)].split("-")[0]
+        try:
+            pid = int(pid_text)
+        except ValueError:
+            continue
+        try:
+            old = time.time() - sib.stat().st_mtime > STALE_SECONDS
+            if pid != os.getpid() and (not _pid_alive(pid) or (os.name != "posix" and old)):
+                sib.unlink()
+                removed.append(sib)
+        except OSError:
+            continue
+    return removed
+
+
+def _new_temp(target: Path) -> tuple[int, Path]:
+    """Create an empty temporary file next to ``target``; mode 0o666 minus the umask,
+    or the existing target's permission bits."""
+    for attempt in range(100):
+        tmp = target.parent / (f"{_temp_prefix(target)}{os.getpid()}-"
+                               f"{threading.get_ident() % 10**6}-{attempt}{TEMP_SUFFIX}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o666)
+        except FileExistsError:
+            continue
+        try:
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+        except OSError:
+            mode = None
+        if mode is not None:
+            with contextlib.suppress(OSError):
+                os.chmod(tmp, mode)
+        return fd, tmp
+    raise OutputPathError(f"cannot write {target}: too many temporary files next to it; "
+                          f"remove the {_temp_prefix(target)}* files in {target.parent}")
+
+
+class _Terminated(BaseException):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, _frame):
+    raise _Terminated(signum)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """While writing: SIGTERM/SIGHUP raise, so the temporary file is removed; the
+    signal is delivered again afterwards with the previous handler in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    for sig in _CLEANUP_SIGNALS:
+        old = signal.getsignal(sig)
+        if old is None or old == signal.SIG_IGN:  # set outside Python, or ignored
+            continue
+        try:
+            signal.signal(sig, _raise_terminated)
+            previous[sig] = old
+        except (ValueError, OSError):
+            continue
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _file_for(fd: int) -> IO[bytes]:
+    """The file object writers get (a seam for fault-injection tests)."""
+    return os.fdopen(fd, "wb")
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[IO[bytes]], Any]) -> Path:
+    """Write ``path`` by calling ``writer(file)``; all or nothing.
+
+    Raises :class:`OutputPathError` naming the path for any file-system failure; the
+    previous file (if any) is left as it was and no temporary file remains.
+    """
+    shown = Path(path)
+    target = resolve_target(shown)
+    _check_target(shown, target)
+    sweep_stale_temps(target)
+    tmp: Path | None = None
+    try:
+        with _signals_raise():
+            try:
+                fd, tmp = _new_temp(target)
+                with _file_for(fd) as f:
+                    writer(f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, target)
+                tmp = None
+            finally:
+                if tmp is not None:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+    except _Terminated as exc:
+        if hasattr(signal, "raise_signal"):
+            signal.raise_signal(exc.signum)
+        raise SystemExit(128 + exc.signum) from None
+    except OSError as exc:
+        raise OutputPathError(describe_os_error(exc, shown)) from None
+    _fsync_dir(target.parent)
+    return shown
+
+
+def _fsync_dir(folder: Path) -> None:
+    if os.name != "posix":
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _check_target(shown: Path, target: Path) -> None:
+    if target.is_dir():
+        raise OutputPathError(f"cannot write {shown}: it is a folder; give a file name")
+    parent = target.parent
+    if not parent.exists():
+        raise OutputPathError(f"cannot write {shown}: folder {parent} does not exist; "
+                              "create it or choose another folder")
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot write {shown}: {parent} is a file, not a folder; "
+                              "fix the path")
+
+
+def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
+                 suffixes: tuple[str, ...] = ()) -> Path:
+    """Refuse an output path now rather than after the work: wrong suffix, a folder,
+    a missing or read-only folder, or less free space than ``estimate_bytes``."""
+    shown = Path(path)
+    if suffixes and shown.suffix.lower() not in suffixes:
+        raise OutputPathError(f"cannot write {shown}: use one of {', '.join(suffixes)}")
+    target = resolve_target(shown)
+    _check_target(shown, target)
+    try:
+        fd, tmp = _new_temp(target)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise OutputPathError(describe_os_error(exc, shown)) from None
+    if estimate_bytes > 0:
+        try:
+            free = shutil.disk_usage(target.parent).free
+        except OSError:
+            free = None
+        if free is not None and free < estimate_bytes:
+            raise ResourceError(
+                f"cannot write {shown}: it needs about {_mb(estimate_bytes)} but only "
+                f"{_mb(free)} is free on that disk; free some space or choose another "
+                "folder")
+    return shown
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation, or None if unknown."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    if sys.platform == "win32":
+        return None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return None
+
+
+def check_memory(need_bytes: int, what: str) -> None:
+    """Refuse work needing more memory than is available, saying how much it needs."""
+    have = available_memory()
+    if have is not None and need_bytes > have:
+        raise ResourceError(f"{what} needs about {_mb(need_bytes)} of memory but only "
+                            f"{_mb(have)} is available; use a smaller grid or close other "
+                            "programs")
+
+
+def read_error(exc: OSError, path: object) -> str:
+    """Message for an OSError while reading ``path``."""
+    return describe_os_error(exc, path, "read")
+
+
