@@ -80,3 +80,97 @@ def test_help_runs_as_a_module():
                          capture_output=True, text=True)
     assert res.returncode == 0
     assert "--preset" in res.stdout and "--set KEY=VALUE" in res.stdout
+
+
+def _err(capsys) -> str:
+    return capsys.readouterr().err
+
+
+def test_no_silent_nonsense(tmp_path, capsys):
+    """Values that used to give NaN/inf output with exit 0 are refused with the range."""
+    good = tmp_path / "good.npy"
+    np.save(good, np.random.default_rng(0).random((20, 20)))
+    out = tmp_path / "o.npy"
+    for relief in ("nan", "inf", "-1"):
+        assert main(["generate", "--size", "16", "--relief", relief, "--output",
+                     str(out)]) == 2
+        assert "--relief must be a number from 0 to" in _err(capsys)
+    assert main(["generate", "--size", "16", "--seed", "-1", "--output", str(out)]) == 2
+    assert "--seed must be a whole number from 0 to 9223372036854775807" in _err(capsys)
+    assert main(["generate", "--size", "16", "--cell-size", "1e308", "--output",
+                 str(out)]) == 2
+    assert "--cell-size must be a positive number from 1e-09 to 1e+09" in _err(capsys)
+    assert not out.exists()
+
+    state = tmp_path / "s.npz"
+    assert main(["erode", "--input", str(good), "--output", str(state), "--particles",
+                 "0"]) == 0
+    with np.load(state) as data:
+        meta = json.loads(str(data["metadata"]))
+        meta["cell_size"] = 1e308
+        arrays = {k: data[k] for k in data.files if k != "metadata"}
+    np.savez(tmp_path / "huge_cell.npz", metadata=np.array(json.dumps(meta)), **arrays)
+    assert main(["erode", "--input", str(tmp_path / "huge_cell.npz"), "--output",
+                 str(tmp_path / "x.npz")]) == 2
+    err = _err(capsys)
+    assert "this file is not a Terrain Erosion state" in err and "1e+09" in err
+    assert not (tmp_path / "x.npz").exists()
+
+    huge = tmp_path / "huge.npy"
+    np.save(huge, np.full((8, 8), 1e300))
+    assert main(["erode", "--input", str(huge), "--output", str(tmp_path / "y.npz")]) == 2
+    assert "allowed range is -1e+09..1e+09 cells" in _err(capsys)
+
+    nan = tmp_path / "nan.npy"
+    bad = np.zeros((10, 10))
+    bad[1, 2] = np.nan
+    np.save(nan, bad)
+    png = tmp_path / "n.png"
+    assert main(["shade", "--input", str(nan), "--output", str(png)]) == 2
+    assert "NaN/inf" in _err(capsys) and not png.exists()
+
+
+def test_particles_zero_does_no_work_and_64_bit_seeds_work(tmp_path, capsys):
+    good = tmp_path / "good.npy"
+    np.save(good, np.random.default_rng(0).random((20, 20)) * 5)
+    out = tmp_path / "zero.npz"
+    assert main(["erode", "--input", str(good), "--output", str(out), "--particles", "0",
+                 "--quiet"]) == 0
+    with np.load(out) as data:
+        assert np.array_equal(data["height"], np.load(good)), "0 particles: no erosion"
+        assert json.loads(str(data["metadata"]))["rounds_done"] == 0
+    big = 2**63 - 1
+    runs = []
+    for seed in (big, big, 2**31 + 5):
+        path = tmp_path / f"s{len(runs)}.npy"
+        assert main(["erode", "--input", str(good), "--output", str(path), "--particles",
+                     "2000", "--seed", str(seed), "--quiet",
+                     "--preset", "droplets_only"]) == 0
+        runs.append(np.load(path))
+    assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
+    assert main(["erode", "--input", str(good), "--output", str(out), "--seed",
+                 str(2**63)]) == 2
+    assert "out of range" in _err(capsys)
+
+
+def test_user_errors_share_one_type():
+    from simcore.cli import CliError
+    from simcore.errors import UserError
+    from simcore.params import ParameterError
+    from simcore.presets import PresetError
+    from simcore.terrain import StateFileError, TerrainError
+    for cls in (CliError, ParameterError, PresetError, TerrainError, StateFileError):
+        assert issubclass(cls, UserError) and issubclass(cls, ValueError)
+
+
+def test_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    from simcore import simulation
+    good = tmp_path / "good.npy"
+    np.save(good, np.random.default_rng(0).random((20, 20)))
+
+    def interrupted(self, *a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(simulation.Simulation, "run", interrupted)
+    assert main(["erode", "--input", str(good), "--output", str(tmp_path / "o.npz")]) == 130
+    assert "nothing written" in _err(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.npy"]

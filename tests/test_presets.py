@@ -68,3 +68,32 @@ def test_dump_is_parseable_toml():
     import tomllib
     p = find_preset("default")
     assert parse_preset(tomllib.loads(dump_preset(p)), "dump").params == p.params
+
+
+def test_non_utf8_and_huge_presets_are_user_errors(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b"[preset]\nname = \"Caf\xe9\"\n[droplets]\n")
+    with pytest.raises(PresetError, match="is not UTF-8 text"):
+        load_preset(path)
+    big = tmp_path / "big.toml"
+    big.write_bytes(b"#" * (2 << 20))
+    with pytest.raises(PresetError, match="larger than"):
+        load_preset(big)
+    with pytest.raises(PresetError, match="cannot read preset"):
+        load_preset(tmp_path)  # a folder
+
+
+def test_saving_and_deleting_presets_fail_with_the_path(tmp_path):
+    from simcore.errors import UserError
+    from simcore.presets import delete_preset
+    (tmp_path / "file").write_text("x")
+    target = tmp_path / "file" / "sub" / "p.toml"
+    with pytest.raises(UserError) as info:
+        save_preset(find_preset("default"), target)
+    assert str(target) in str(info.value)
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    with pytest.raises(PresetError, match="cannot delete preset") as info:
+        delete_preset(folder)
+    assert str(folder) in str(info.value)
+    delete_preset(tmp_path / "missing.toml")  # already gone: fine
