@@ -115,13 +115,14 @@ class ErosionJob:
             return obj
         return next((o for o in bpy.data.objects if o.session_uid == self.obj_uid), None)
 
-    def object(self) -> bpy.types.Object:
-        """The object, checked to be as the run left it; otherwise the run ends
+    def object(self, vertices: bool = False) -> bpy.types.Object:
+        """The object, checked to be as the run left it (with ``vertices``, every
+        vertex too: done before each write, when it matters); otherwise the run ends
         (JobEnded), keeping the result and progress already on the mesh."""
         obj = self.find_object()
         if obj is None or obj.type != 'MESH':
             raise JobEnded(f"'{self.obj_name}' was deleted; the run stopped")
-        problem = self._edited(obj)
+        problem = self._edited(obj, vertices)
         if problem:
             kept = self.keep_progress(obj)
             raise JobEnded(f"{problem}; the run stopped" + (
@@ -129,7 +130,7 @@ class ErosionJob:
                 ", nothing was changed"))
         return obj
 
-    def _edited(self, obj: bpy.types.Object) -> str | None:
+    def _edited(self, obj: bpy.types.Object, vertices: bool) -> str | None:
         """What the user changed under the run, or None."""
         if obj.name != self.obj_name:
             return f"'{self.obj_name}' was renamed to '{obj.name}'"
@@ -138,7 +139,7 @@ class ErosionJob:
         me = obj.data
         if me.name != self.mesh_name or len(me.vertices) != self.vertex_count:
             return f"the mesh of '{self.obj_name}' changed"
-        if not np.array_equal(gridio.read_positions(me), self.positions):
+        if vertices and not np.array_equal(gridio.read_positions(me), self.positions):
             return (f"the vertices of '{self.obj_name}' were moved (a transform applied or "
                     "the mesh edited)")
         settings = obj.terrain_erosion
@@ -161,11 +162,11 @@ class ErosionJob:
     # -- running -------------------------------------------------------------------
     def tick(self, budget: float) -> Progress:
         """Advance about ``budget`` seconds; write the mesh when due or done."""
-        obj = self.object()
+        self.object()  # cheap checks every tick; the vertices before each write
         progress = self.sim.advance(budget)
         now = time.perf_counter()
         if progress.done or now - self.last_write >= self.live_update:
-            self.write(obj)
+            self.write(self.object(vertices=True))
             self.last_write = now
         return progress
 
@@ -207,7 +208,7 @@ class ErosionJob:
 
     def finish(self) -> None:
         """Keep the result: final write and the bookkeeping that lets a run resume."""
-        obj = self.object()
+        obj = self.object(vertices=True)
         self.write(obj)
         s = obj.terrain_erosion
         s.rounds_done = self.sim.rounds_done
