@@ -298,3 +298,44 @@ def test_batch_particles_zero_and_bad_save_path(blender, tmp_path, capsys):
     assert te.batch.main(["--object", "Terrain", "--seed", str(2**63)]) == 2
     assert "out of range" in capsys.readouterr().err
     assert te.batch.main(["--object", "Terrain", "--particles", "-4"]) == 2
+
+
+def test_batch_arguments_fuzzed(blender, capsys):
+    """Whatever the arguments, the batch command exits 0 (finite heights) or 2 (one
+    message, the mesh untouched)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    obj = add_grid(bpy, n=12, name="Terrain")
+    value = st.one_of(st.integers(-3, 3000).map(str), st.sampled_from(
+        ["0", "nan", "1e400", "x", "", str(2**63), str(2**63 - 1), str(2**31)]))
+    work = st.one_of(st.integers(-3, 3000).map(str), st.sampled_from(
+        ["0", "x", str(10**11), str(2**63)]))  # never billions of particles: too slow
+    flag = st.sampled_from(["--seed", "--particles", "--set", "--preset", "--object"])
+    sets = st.sampled_from(["droplets.Kq=5", "droplets.Kq=-1", "lava.x=1", "Kq",
+                            "snowball.enabled=true", "droplets.Kr=nan", "seed=3"])
+    presets = st.sampled_from(["default", "quick_preview", "nope", "/no/such.toml"])
+    outcomes = {0: 0, 2: 0}
+
+    @settings(max_examples=40, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.tuples(flag, value, sets, presets, work), max_size=4))
+    def run(items):
+        argv = ["--object", "Terrain"]
+        for name, v, s, p, w in items:
+            argv += [name, {"--set": s, "--preset": p, "--object": "Terrain",
+                            "--particles": w}.get(name, v)]
+        if "--particles" not in argv:
+            argv += ["--particles", "2000"]
+        before = mesh_state(obj.data)
+        code = te.batch.main(argv)
+        assert code in (0, 2)
+        outcomes[code] += 1
+        err = capsys.readouterr().err
+        if code == 2:
+            assert "error" in err or "usage" in err
+            assert same_state(before, mesh_state(obj.data))
+        assert np.isfinite(positions(obj.data)).all()
+    run()
+    print(f"\nbatch fuzz outcomes: {outcomes[0]} valid, {outcomes[2]} user error")
+    assert outcomes[0] and outcomes[2]
