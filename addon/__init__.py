@@ -21,9 +21,20 @@ def _set_numba_cache() -> None:
 
 _set_numba_cache()
 
-from . import batch, operators, overlay, panels, presets_ui, properties  # noqa: E402
+# issue 14 added bake, export, water_data (animation bake, map export, water as data)
+from . import (  # noqa: E402
+    bake,
+    batch,
+    export,
+    operators,
+    overlay,
+    panels,
+    presets_ui,
+    properties,
+    water_data,
+)
 
-_modules = (properties, presets_ui, operators, panels, overlay, batch)
+_modules = (properties, presets_ui, operators, panels, overlay, batch, export, water_data, bake)
 
 
 def register() -> None:

@@ -1,0 +1,529 @@
+"""Bake an erosion run to the timeline and play it back on frame change.
+
+Baking runs the object's simulation over a frame range: the first frame holds the
+terrain as it is, each later frame ``Particles per Frame`` more particles. Every frame
+is one compressed ``frame_NNNNNN.npz`` (vertex heights, the te_* layers, trees, water
+surface) in a cache folder next to the .blend (``//terrain_cache/<object>``, stored as
+a relative path, per object), with ``cache.json`` describing it. All files are written
+with :func:`atomic_write`.
+
+A persistent ``frame_change_pre`` handler writes the frame's snapshot into the mesh
+(before the depsgraph evaluates, so viewport, F12 renders and ``blender -b file -a``
+all see it). Frames outside the baked range hold the first / last snapshot. A moved,
+missing or damaged cache gives a message in the panel (and one line on stderr in
+background mode), never an exception.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from . import grid as gridio
+from .job import ErosionJob
+from .simcore.errors import OutputPathError, UserError
+from .simcore.fileio import atomic_write, check_output
+
+CACHE_ROOT = "terrain_cache"
+MANIFEST = "cache.json"
+CACHE_SCHEMA = 1
+#: decoded snapshots kept in memory per process (scrubbing back and forth)
+MEMORY_FRAMES = 16
+
+
+class BakeError(UserError):
+    """Baking or playback cannot go on; the message says what to do."""
+
+
+def frame_file(frame: int) -> str:
+    return f"frame_{frame:06d}.npz"
+
+
+def default_cache_dir(obj: bpy.types.Object) -> str:
+    return f"//{CACHE_ROOT}/{bpy.path.clean_name(obj.name)}"
+
+
+def cache_path(obj: bpy.types.Object) -> Path:
+    """Absolute cache folder of ``obj`` (relative paths are relative to the .blend)."""
+    rel = obj.terrain_bake.cache_dir or default_cache_dir(obj)
+    if rel.startswith("//") and not bpy.data.filepath:
+        raise BakeError("Save the .blend first: the cache is stored next to it")
+    return Path(bpy.path.abspath(rel))
+
+
+# ------------------------------------------------------------------ snapshots
+
+def _float(attr, n: int, width: int = 1) -> np.ndarray:
+    key = "color" if width == 4 else ("vector" if width == 3 else "value")
+    out = np.empty(n * width, np.float32)
+    attr.data.foreach_get(key, out)
+    return out
+
+
+def snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
+    """What one frame shows: heights and our layers per vertex (vertex order, exactly
+    as stored), trees and water surface."""
+    me = obj.data
+    n = len(me.vertices)
+    arrays = {"z": gridio.read_positions(me)[:, 2].copy()}
+    for attr in me.attributes:
+        if attr.name not in gridio.OUR_ATTRIBUTES or attr.name == gridio.ORIGINAL_Z:
+            continue
+        if attr.data_type == 'FLOAT':
+            arrays[f"f__{attr.name}"] = _float(attr, n)
+        elif attr.data_type == 'FLOAT_COLOR':
+            rgba = _float(attr, n, 4).reshape(-1, 4)
+            gray = rgba[:, 0]
+            if np.array_equal(rgba[:, 1], gray) and np.array_equal(rgba[:, 2], gray) \
+                    and (rgba[:, 3] == 1).all():
+                arrays[f"g__{attr.name}"] = gray.copy()  # gray: 4x smaller, exact
+            else:
+                arrays[f"c__{attr.name}"] = rgba.ravel().copy()
+    s = obj.terrain_erosion
+    trees = s.trees_object
+    if trees is not None and trees.type == 'MESH':
+        tm = trees.data
+        arrays["trees_co"] = gridio.read_positions(tm).copy()
+        size = tm.attributes.get("size")
+        arrays["trees_size"] = (_float(size, len(tm.vertices)) if size is not None
+                                else np.ones(len(tm.vertices), np.float32))
+    water = s.water_object
+    if water is not None and water.type == 'MESH' and len(water.data.vertices) == n:
+        arrays["water_z"] = gridio.read_positions(water.data)[:, 2].copy()
+        wet = water.data.attributes.get("te_wet")
+        if wet is not None and wet.data_type == 'FLOAT':
+            arrays["water_wet"] = _float(wet, n)
+    return arrays
+
+
+def _save(path: Path, arrays: dict[str, np.ndarray]) -> int:
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    data = buf.getvalue()
+    atomic_write(path, lambda f: f.write(data))
+    return len(data)
+
+
+class _Playback:
+    """Per-process playback state: decoded frames and the vertex positions buffer."""
+
+    def __init__(self) -> None:
+        self.frames: OrderedDict[tuple[str, int], dict[str, np.ndarray]] = OrderedDict()
+        self.positions: dict[int, np.ndarray] = {}
+        self.rgba: dict[int, np.ndarray] = {}
+        self.messages: dict[str, str] = {}
+        self.printed: set[str] = set()
+
+    def clear(self) -> None:
+        self.frames.clear()
+        self.positions.clear()
+        self.rgba.clear()
+
+
+_state = _Playback()
+
+
+def message(obj: bpy.types.Object) -> str:
+    """The playback problem of ``obj`` (empty: none)."""
+    return _state.messages.get(obj.name, "")
+
+
+def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:
+    key = (str(folder), frame)
+    hit = _state.frames.get(key)
+    if hit is not None:
+        _state.frames.move_to_end(key)
+        return hit
+    path = folder / frame_file(frame)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except FileNotFoundError:
+        raise BakeError(_missing_text(folder, path)) from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise BakeError(f"the baked frame {path} is damaged ({exc}); bake again") from None
+    _state.frames[key] = arrays
+    while len(_state.frames) > MEMORY_FRAMES:
+        _state.frames.popitem(last=False)
+    return arrays
+
+
+def _missing_text(folder: Path, path: Path | None = None) -> str:
+    if not folder.is_dir():
+        return (f"the terrain cache {folder} is missing: the .blend or the cache folder "
+                "was moved or deleted. Move the folder back, set Cache Folder to where it "
+                "is now, or bake again")
+    return f"the baked frame {path} is missing from the cache: bake again"
+
+
+def read_manifest(folder: Path) -> dict:
+    path = folder / MANIFEST
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise BakeError(_missing_text(folder, path)) from None
+    except (OSError, ValueError) as exc:
+        raise BakeError(f"the cache description {path} is unreadable ({exc}); bake "
+                        "again") from None
+    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
+        raise BakeError(f"{path} is not a Terrain Erosion cache of this version; bake "
+                        "again")
+    return data
+
+
+def _set_points(me: bpy.types.Mesh, co: np.ndarray, size: np.ndarray) -> None:
+    if len(me.vertices) != len(co):
+        me.clear_geometry()
+        me.vertices.add(len(co))
+    me.attributes["position"].data.foreach_set("vector", np.ascontiguousarray(co).ravel())
+    attr = me.attributes.get("size") or me.attributes.new("size", 'FLOAT', 'POINT')
+    attr.data.foreach_set("value", size)
+    me.update()
+
+
+def apply_frame(obj: bpy.types.Object, frame: int) -> int:
+    """Write the snapshot of ``frame`` (clamped to the baked range) into the mesh and
+    its trees and water objects. Returns the frame shown; BakeError on any problem."""
+    b = obj.terrain_bake
+    folder = cache_path(obj)
+    shown = min(max(frame, b.baked_start), b.baked_end)
+    arrays = _load(folder, shown)
+    me = obj.data
+    n = len(me.vertices)
+    if arrays["z"].size != n:
+        raise BakeError(f"the mesh of '{obj.name}' has {n:,} vertices but its cache has "
+                        f"{arrays['z'].size:,}: the mesh changed since the bake; bake "
+                        "again or free the cache")
+    key = me.as_pointer()
+    co = _state.positions.get(key)
+    if co is None or len(co) != n:
+        co = gridio.read_positions(me).copy()
+        _state.positions[key] = co
+    co[:, 2] = arrays["z"]
+    me.attributes["position"].data.foreach_set("vector", co.ravel())
+    for name, values in arrays.items():
+        kind, _, attr_name = name.partition("__")
+        if kind == "f":
+            _ensure(me, attr_name, 'FLOAT').data.foreach_set("value", values)
+        elif kind == "g":
+            rgba = _state.rgba.get(key)
+            if rgba is None or len(rgba) != n:
+                rgba = np.ones((n, 4), np.float32)
+                _state.rgba[key] = rgba
+            rgba[:, 0] = values
+            rgba[:, 1] = values
+            rgba[:, 2] = values
+            _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
+        elif kind == "c":
+            _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", values)
+    me.update()
+    s = obj.terrain_erosion
+    if "trees_co" in arrays and s.trees_object is not None and s.trees_object.type == 'MESH':
+        _set_points(s.trees_object.data, arrays["trees_co"], arrays["trees_size"])
+    water = s.water_object
+    if "water_z" in arrays and water is not None and water.type == 'MESH' \
+            and len(water.data.vertices) == n:
+        wco = gridio.read_positions(water.data)
+        wco[:, 2] = arrays["water_z"]
+        water.data.attributes["position"].data.foreach_set("vector", wco.ravel())
+        if "water_wet" in arrays:
+            _ensure(water.data, "te_wet", 'FLOAT').data.foreach_set(
+                "value", arrays["water_wet"])
+        water.data.update()
+    return shown
+
+
+def _ensure(me, name, data_type):
+    attr = me.attributes.get(name)
+    if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
+        me.attributes.remove(attr)
+        attr = None
+    return attr or me.attributes.new(name, data_type, 'POINT')
+
+
+# ------------------------------------------------------------------ bake / free
+
+def _remove_cache_files(folder: Path) -> None:
+    """Remove only our files (frames and manifest), then the folder if empty."""
+    if not folder.is_dir():
+        return
+    for item in folder.iterdir():
+        if item.name == MANIFEST or (item.name.startswith("frame_")
+                                     and item.name.endswith(".npz")):
+            item.unlink()
+    for d in (folder, folder.parent):
+        if d.name and d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
+        if d.parent.name != CACHE_ROOT:
+            break
+
+
+def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int,
+         report=None) -> dict:
+    """Run the object's simulation over the frames and cache every frame; returns
+    the manifest. The mesh ends at the last frame (one erosion run, kept)."""
+    if frame_end < frame_start:
+        raise BakeError(f"the frame range {frame_start}..{frame_end} is empty: End must "
+                        "be at least Start")
+    if per_frame < 1:
+        raise BakeError("Particles per Frame must be at least 1")
+    b = obj.terrain_bake
+    if not b.cache_dir:
+        b.cache_dir = default_cache_dir(obj)
+    folder = cache_path(obj)
+    frames = frame_end - frame_start + 1
+    n = len(obj.data.vertices)
+    job = ErosionJob(obj, per_frame * (frames - 1))  # checks the object and settings
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"cannot make the cache folder {folder}: {exc}") from None
+    check_output(folder / MANIFEST, frames * n * 4 * 8)
+    _remove_cache_files(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _state.clear()
+    b.baked = False
+    sizes = []
+    sim = job.sim
+    job.write(job.object(vertices=True))
+    files = {}
+    for i in range(frames):
+        target = i * per_frame
+        while sim.particles_done < target and sim.rounds_done < sim.target_rounds:
+            sim.run_round()
+        if i:
+            job.write(job.object(vertices=True))
+        frame = frame_start + i
+        sizes.append(_save(folder / frame_file(frame), snapshot(obj)))
+        files[str(frame)] = frame_file(frame)
+        if report is not None:
+            report(i + 1, frames)
+    job.finish()
+    manifest = {"schema": CACHE_SCHEMA, "object": obj.name, "vertices": n,
+                "frame_start": frame_start, "frame_end": frame_end,
+                "particles_per_frame": per_frame, "particles_per_round": sim.per_round,
+                "seed": sim.seed, "bytes": sum(sizes), "files": files}
+    text = json.dumps(manifest, indent=1)
+    atomic_write(folder / MANIFEST, lambda f: f.write(text.encode("utf-8")))
+    b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
+    _state.messages.pop(obj.name, None)
+    return manifest
+
+
+def free_cache(obj: bpy.types.Object) -> None:
+    b = obj.terrain_bake
+    try:
+        _remove_cache_files(cache_path(obj))
+    except OSError as exc:
+        raise OutputPathError(f"cannot remove the cache: {exc}") from None
+    b.baked = False
+    _state.clear()
+    _state.messages.pop(obj.name, None)
+
+
+_size_cache: dict[str, tuple[float, int]] = {}
+
+
+def cache_size(obj: bpy.types.Object) -> int | None:
+    """Bytes of the object's cache on disk (None: no cache folder)."""
+    try:
+        folder = cache_path(obj)
+        stamp = folder.stat().st_mtime
+    except (BakeError, OSError):
+        return None
+    key = str(folder)
+    hit = _size_cache.get(key)
+    if hit is None or hit[0] != stamp:
+        total = sum(e.stat().st_size for e in os.scandir(folder) if e.is_file())
+        _size_cache[key] = hit = (stamp, total)
+    return hit[1]
+
+
+# ------------------------------------------------------------------ handler
+
+@persistent
+def on_frame_change(scene, _depsgraph=None) -> None:
+    """Play every baked object of ``scene`` back; problems become messages."""
+    wm = bpy.context.window_manager
+    rt = getattr(wm, "terrain_erosion", None) if wm is not None else None
+    if rt is not None and rt.running:
+        return
+    for obj in scene.objects:
+        b = getattr(obj, "terrain_bake", None)
+        if b is None or not b.baked or not b.playback or obj.type != 'MESH':
+            continue
+        try:
+            apply_frame(obj, scene.frame_current)
+            _state.messages.pop(obj.name, None)
+        except UserError as exc:
+            text = str(exc)
+            _state.messages[obj.name] = text
+            if bpy.app.background and text not in _state.printed:
+                _state.printed.add(text)
+                print(f"terrain_erosion: '{obj.name}': {text}", file=sys.stderr, flush=True)
+
+
+@persistent
+def _on_load(*_args) -> None:
+    _state.clear()
+    _state.messages.clear()
+
+
+# ------------------------------------------------------------------ UI
+
+class TERRAIN_PG_bake(bpy.types.PropertyGroup):
+    """Bake settings of one object (saved with the .blend)."""
+
+    frame_start: bpy.props.IntProperty(name="Start", default=1, min=0,
+                                       description="First baked frame (the terrain as it is)")
+    frame_end: bpy.props.IntProperty(name="End", default=48, min=0,
+                                     description="Last baked frame")
+    particles_per_frame: bpy.props.IntProperty(
+        name="Particles per Frame", default=2000, min=1, soft_max=200_000,
+        description="Particles run between two frames")
+    cache_dir: bpy.props.StringProperty(
+        name="Cache Folder", default="", subtype='DIR_PATH',
+        description="Where the frames are stored; // is the .blend's folder "
+                    "(empty: //terrain_cache/<object>)")
+    playback: bpy.props.BoolProperty(name="Play Back", default=True,
+                                     description="Show the baked frames on frame change")
+    baked: bpy.props.BoolProperty(name="Baked", default=False)
+    baked_start: bpy.props.IntProperty(name="Baked Start", default=0)
+    baked_end: bpy.props.IntProperty(name="Baked End", default=0)
+
+
+class TERRAIN_OT_bake(bpy.types.Operator):
+    """Run the simulation over the frame range and cache every frame next to the
+    .blend; the frames play back on frame change, in renders too"""
+
+    bl_idname = "terrain.bake"
+    bl_label = "Bake"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        problem = gridio.object_problem(context.active_object)
+        if problem:
+            cls.poll_message_set(problem)
+            return False
+        if context.window_manager.terrain_erosion.running:
+            cls.poll_message_set("An erosion run is going on: stop it first")
+            return False
+        return True
+
+    def execute(self, context):
+        obj = context.active_object
+        b = obj.terrain_bake
+        wm = context.window_manager
+        wm.progress_begin(0, 1)
+        try:
+            manifest = bake(obj, b.frame_start, b.frame_end, b.particles_per_frame,
+                            lambda i, n: wm.progress_update(i / n))
+        except UserError as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        finally:
+            wm.progress_end()
+        on_frame_change(context.scene)
+        frames = manifest["frame_end"] - manifest["frame_start"] + 1
+        self.report({'INFO'}, f"Baked {frames} frames, {manifest['bytes'] / 2**20:.1f} MB")
+        return {'FINISHED'}
+
+
+class TERRAIN_OT_free_cache(bpy.types.Operator):
+    """Delete the baked frames of the active object (the mesh keeps its shape)"""
+
+    bl_idname = "terrain.free_cache"
+    bl_label = "Free Cache"
+    bl_options = {'REGISTER'}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == 'MESH' and obj.terrain_bake.baked
+
+    def execute(self, context):
+        try:
+            free_cache(context.active_object)
+        except UserError as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        return {'FINISHED'}
+
+
+class TERRAIN_PT_bake(bpy.types.Panel):
+    """Bake the run to the timeline"""
+
+    bl_idname = "TERRAIN_PT_bake"
+    bl_label = "Animation Bake"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Erosion"
+    bl_parent_id = "TERRAIN_PT_main"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None and context.active_object.type == 'MESH'
+
+    def draw(self, context):
+        obj = context.active_object
+        b = obj.terrain_bake
+        layout = self.layout
+        layout.use_property_split = True
+        col = layout.column(align=True)
+        col.prop(b, "frame_start")
+        col.prop(b, "frame_end")
+        col.prop(b, "particles_per_frame")
+        layout.prop(b, "cache_dir")
+        layout.prop(b, "playback")
+        row = layout.row(align=True)
+        row.operator(TERRAIN_OT_bake.bl_idname, icon='REC')
+        row.operator(TERRAIN_OT_free_cache.bl_idname, icon='TRASH')
+        if b.baked:
+            size = cache_size(obj)
+            text = (f"Frames {b.baked_start}-{b.baked_end}, "
+                    + (f"{size / 2**20:.1f} MB on disk" if size is not None else "no cache"))
+            layout.label(text=text, icon='DISK_DRIVE')
+        problem = message(obj)
+        if problem:
+            col = layout.column(align=True)
+            col.alert = True
+            words, line = problem.split(), ""
+            for word in words:
+                if len(line) + len(word) > 40:
+                    col.label(text=line)
+                    line = word
+                else:
+                    line = f"{line} {word}".strip()
+            col.label(text=line, icon='ERROR')
+
+
+classes = (TERRAIN_PG_bake, TERRAIN_OT_bake, TERRAIN_OT_free_cache, TERRAIN_PT_bake)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.terrain_bake = bpy.props.PointerProperty(type=TERRAIN_PG_bake)
+    bpy.app.handlers.frame_change_pre.append(on_frame_change)
+    bpy.app.handlers.load_post.append(_on_load)
+
+
+def unregister() -> None:
+    for handlers, fn in ((bpy.app.handlers.frame_change_pre, on_frame_change),
+                         (bpy.app.handlers.load_post, _on_load)):
+        while fn in handlers:
+            handlers.remove(fn)
+    del bpy.types.Object.terrain_bake
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,437 @@
+"""Map export for game engines and heightmap import.
+
+Export writes the heights and every ``te_*`` float layer of a grid at the grid's
+resolution, as 16-bit grayscale PNG (normalised to the map's range) and/or 32-bit
+float EXR (exact local values), with Blender's own image writer, plus a JSON sidecar
+(cell size, height range and scale, seed, preset, parameters, add-on version) and the
+rivers (polylines with flow) and lakes (mask) as data. Image row 0 is the grid's
+lowest local Y, so the picture's top is +Y (north) as seen from above.
+
+Import makes a new grid object from a 16-bit PNG or EXR heightmap (a sidecar next to
+it, if present, restores cell size and height range exactly).
+
+Blender 4.2 and 5.x: ``Image.save_render`` with a scene's ``image_settings`` works in
+both; the settings are put back afterwards. Non-color ("data") images are written
+without any view transform.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from . import grid as gridio
+from .simcore import __version__ as simcore_version
+from .simcore.channels import label_lakes, stream_polylines
+from .simcore.errors import InputFileError, OutputPathError, UserError
+from .simcore.fileio import atomic_write, check_output
+
+FORMATS = {"PNG": ".png", "EXR": ".exr"}
+SIDECAR_SCHEMA = 1
+#: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs)
+UNIT_MAPS = ("stream", "vegetation", "wind", "wind_contact")
+PNG_LEVELS = 65535
+
+
+class ExportError(UserError):
+    """A map cannot be exported or imported; the message says why."""
+
+
+def addon_version() -> str:
+    """Version of the extension (its manifest), else simcore's."""
+    manifest = Path(__file__).with_name("blender_manifest.toml")
+    try:
+        import tomllib
+        return str(tomllib.loads(manifest.read_text("utf-8"))["version"])
+    except (OSError, KeyError, ValueError):
+        return simcore_version
+
+
+# ------------------------------------------------------------------ image writing
+
+def _save_image(path: Path, raster: np.ndarray, fmt: str) -> None:
+    """Write a (rows, cols) float raster as a grayscale image, via a temporary file
+    that :func:`atomic_write` then puts in place. PNG values must be 0..1."""
+    rows, cols = raster.shape
+    img = bpy.data.images.new("TE Export", cols, rows, alpha=False, float_buffer=True,
+                              is_data=True)
+    scene = bpy.data.scenes.new("TE Export")  # its image settings, not the user's
+    try:
+        rgba = np.empty((rows, cols, 4), np.float32)
+        rgba[..., :3] = raster[..., None]
+        rgba[..., 3] = 1.0
+        img.pixels.foreach_set(rgba.ravel())
+        s = scene.render.image_settings
+        if fmt == "PNG":
+            s.file_format, s.color_depth, s.compression = 'PNG', '16', 15
+        else:
+            s.file_format, s.color_depth, s.exr_codec = 'OPEN_EXR', '32', 'ZIP'
+        s.color_mode = 'BW'
+        with tempfile.TemporaryDirectory(prefix="te-export-", dir=path.parent) as tmp:
+            tmp_file = Path(tmp) / ("map" + FORMATS[fmt])
+            img.save_render(str(tmp_file), scene=scene)
+            if not tmp_file.exists():
+                raise OutputPathError(f"Blender could not write {path}")
+            data = tmp_file.read_bytes()
+        atomic_write(path, lambda f: f.write(data))
+    except (OSError, RuntimeError) as exc:
+        raise OutputPathError(f"cannot write {path}: {exc}") from None
+    finally:
+        bpy.data.images.remove(img)
+        bpy.data.scenes.remove(scene)
+
+
+def _load_image(path: Path) -> np.ndarray:
+    """A grayscale (first channel) float64 raster, row 0 = image bottom."""
+    if not path.is_file():
+        raise InputFileError(f"cannot read {path}: no such file")
+    try:
+        img = bpy.data.images.load(str(path), check_existing=False)
+    except RuntimeError as exc:
+        raise InputFileError(f"cannot read {path}: {exc}") from None
+    try:
+        img.colorspace_settings.is_data = True
+        cols, rows = img.size
+        if cols < 3 or rows < 3:
+            raise InputFileError(f"{path} is {cols}x{rows} pixels; a heightmap needs at "
+                                 "least 3x3 (or it is not an image Blender can read)")
+        if cols * rows > gridio.MAX_VERTICES:
+            raise InputFileError(f"{path} is {cols}x{rows} pixels; the limit is "
+                                 f"{gridio.MAX_VERTICES:,} vertices (4096x4096)")
+        px = np.empty(cols * rows * img.channels, np.float32)
+        img.pixels.foreach_get(px)
+        return px.reshape(rows, cols, img.channels)[..., 0].astype(np.float64)
+    finally:
+        bpy.data.images.remove(img)
+
+
+# ------------------------------------------------------------------ export
+
+def _layers(obj: bpy.types.Object, grid: gridio.Grid) -> dict[str, np.ndarray]:
+    """Heights plus every te_* float layer, (rows, cols) in local units."""
+    me = obj.data
+    z = gridio.read_positions(me)[:, 2][grid.order].reshape(grid.rows, grid.cols)
+    maps = {"height": z.astype(np.float64)}
+    for attr in me.attributes:
+        if (attr.name.startswith("te_") and attr.data_type == 'FLOAT'
+                and attr.domain == 'POINT' and attr.name != gridio.ORIGINAL_Z):
+            values = gridio.read_float_layer(me, attr.name, grid)
+            if values is not None:
+                maps[attr.name[3:]] = values.astype(np.float64)
+    return maps
+
+
+def _settings_record(obj: bpy.types.Object) -> dict:
+    s = getattr(obj, "terrain_erosion", None)
+    if s is None:
+        return {}
+    try:
+        preset = s.to_preset(s.preset)
+        params = {name: p.to_dict() for name, p in preset.params.items()}
+        enabled = dict(preset.enabled)
+        seed = preset.seed
+    except UserError:
+        params, enabled, seed = {}, {}, None
+    return {"seed": seed, "preset": s.preset, "particles": int(s.particles),
+            "rounds_done": int(s.rounds_done), "enabled": enabled, "parameters": params,
+            "provenance": s.provenance}
+
+
+def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str = "",
+                formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.25
+                ) -> list[Path]:
+    """Write every map of ``obj`` into ``folder``; returns the files written (the
+    sidecar ``<basename>.json`` last). Nothing is written if a check fails first."""
+    problem = gridio.object_problem(obj)
+    if problem:
+        raise gridio.GridError(problem)
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ExportError(f"unknown map format(s) {unknown}; use PNG and/or EXR")
+    folder = Path(bpy.path.abspath(str(folder)))
+    if not folder.is_dir():
+        raise OutputPathError(f"cannot export to {folder}: not an existing folder; "
+                              "create it or choose another")
+    grid = gridio.detect_grid(obj.data)
+    base = basename or bpy.path.clean_name(obj.name)
+    maps = _layers(obj, grid)
+    estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
+    check_output(folder / f"{base}.json", estimate)
+    written: list[Path] = []
+    record: dict[str, dict] = {}
+    for name, values in maps.items():
+        lo, hi = (0.0, 1.0) if name in UNIT_MAPS else (float(values.min()),
+                                                       float(values.max()))
+        entry = {"min": lo, "max": hi, "files": {}}
+        for fmt in formats:
+            path = folder / f"{base}_{name}{FORMATS[fmt]}"
+            if fmt == "PNG":
+                span = hi - lo
+                norm = np.clip((values - lo) / span, 0, 1) if span > 0 else values * 0
+                _save_image(path, norm, fmt)
+            else:
+                _save_image(path, values, fmt)
+            entry["files"][fmt] = path.name
+            written.append(path)
+        record[name] = entry
+    written += _export_water(folder, base, maps, grid, stream_threshold, record)
+    h = maps["height"]
+    sidecar = {
+        "schema": SIDECAR_SCHEMA,
+        "generator": "Terrain Erosion",
+        "addon_version": addon_version(),
+        "simcore_version": simcore_version,
+        "object": obj.name,
+        "rows": grid.rows, "cols": grid.cols,
+        "cell_size_x": grid.cell_x, "cell_size_y": grid.cell_y,
+        "origin_x": grid.x0, "origin_y": grid.y0,
+        "units": "local (object space); world = local x object scale",
+        "object_scale": list(obj.matrix_world.to_scale()),
+        "height_min": float(h.min()), "height_max": float(h.max()),
+        "height_scale": float(h.max() - h.min()),
+        "png_decode": "value = min + (png / 65535) * (max - min)",
+        "image_rows": "image bottom row = lowest local Y (top of the picture = +Y)",
+        "maps": record,
+        **_settings_record(obj),
+    }
+    side = folder / f"{base}.json"
+    text = json.dumps(sidecar, indent=1, sort_keys=False)
+    atomic_write(side, lambda f: f.write(text.encode("utf-8")))
+    written.append(side)
+    return written
+
+
+def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,
+                  threshold: float, record: dict) -> list[Path]:
+    """Rivers as polylines (JSON, local units) and lakes as a labelled 16-bit mask."""
+    out = []
+    if "stream" in maps:
+        surface = maps["height"] + maps.get("pool_depth", 0.0)
+        lines = stream_polylines(maps["stream"], surface, threshold, 4, grid.cell_x,
+                                 grid.cell_y)
+        rivers = [{"points": [[grid.x0 + c * grid.cell_x, grid.y0 + r * grid.cell_y,
+                               float(surface[r, c])] for r, c in cells],
+                   "flow": [round(float(f), 6) for f in flow]} for cells, flow in lines]
+        path = folder / f"{base}_rivers.json"
+        text = json.dumps({"threshold": threshold, "units": "local", "rivers": rivers})
+        atomic_write(path, lambda f: f.write(text.encode("utf-8")))
+        record["rivers"] = {"files": {"JSON": path.name}, "count": len(rivers)}
+        out.append(path)
+    if "pool_depth" in maps:
+        labels, n = label_lakes(maps["pool_depth"] > 1e-6)
+        path = folder / f"{base}_lakes.png"
+        _save_image(path, labels / PNG_LEVELS, "PNG")
+        record["lakes"] = {"files": {"PNG": path.name}, "count": n,
+                           "decode": "lake id = png value (0 = dry)"}
+        out.append(path)
+    return out
+
+
+# ------------------------------------------------------------------ import
+
+def read_sidecar(path: Path) -> dict | None:
+    """The sidecar of an exported map (``<base>.json`` for ``<base>_height.*``), or
+    None when there is none."""
+    stem = path.stem
+    candidates = [path.with_suffix(".json")]
+    if stem.endswith("_height"):
+        candidates.insert(0, path.with_name(stem[:-len("_height")] + ".json"))
+    for side in candidates:
+        if side.is_file():
+            try:
+                data = json.loads(side.read_text("utf-8"))
+            except (OSError, ValueError) as exc:
+                raise InputFileError(f"cannot read the sidecar {side}: {exc}") from None
+            if isinstance(data, dict) and data.get("generator") == "Terrain Erosion":
+                return data
+    return None
+
+
+def quad_mesh(me: bpy.types.Mesh, co: np.ndarray, quads: np.ndarray) -> bpy.types.Mesh:
+    """Fill an empty mesh with vertices ``co`` (n, 3) and quads (m, 4), fast."""
+    me.vertices.add(len(co))
+    me.attributes["position"].data.foreach_set(
+        "vector", np.ascontiguousarray(co, np.float32).ravel())
+    me.loops.add(quads.size)
+    me.loops.foreach_set("vertex_index", np.ascontiguousarray(quads, np.int32).ravel())
+    me.polygons.add(len(quads))
+    me.polygons.foreach_set("loop_start", np.arange(0, quads.size, 4, dtype=np.int32))
+    me.update(calc_edges=True)
+    return me
+
+
+def make_grid_object(name: str, z: np.ndarray, cell_x: float, cell_y: float,
+                     x0: float | None = None, y0: float | None = None) -> bpy.types.Object:
+    """A new quad grid object (row-major, x fastest) with local heights ``z``; centred
+    on the origin unless ``x0``/``y0`` are given. Linked to the active collection."""
+    rows, cols = z.shape
+    x0 = -(cols - 1) * cell_x / 2 if x0 is None else x0
+    y0 = -(rows - 1) * cell_y / 2 if y0 is None else y0
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    co = np.stack([x0 + xx * cell_x, y0 + yy * cell_y, z], axis=-1)
+    qr, qc = np.mgrid[0:rows - 1, 0:cols - 1]
+    first = (qr * cols + qc).ravel()
+    quads = np.stack([first, first + 1, first + cols + 1, first + cols], axis=1)
+    me = quad_mesh(bpy.data.meshes.new(name), co.reshape(-1, 3), quads)
+    obj = bpy.data.objects.new(name, me)
+    bpy.context.collection.objects.link(obj)
+    return obj
+
+
+def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
+                     height_min: float = 0.0, height_max: float = 1.0,
+                     name: str = "") -> bpy.types.Object:
+    """A new grid object from a heightmap image.
+
+    EXR values are taken as local heights. 16-bit PNG values are snapped to their
+    65536 levels and mapped to ``height_min..height_max``. A Terrain Erosion sidecar
+    next to the file overrides the range and gives the cell size; ``cell_size`` > 0
+    overrides that (no sidecar and 0: 1 unit per cell).
+    """
+    path = Path(bpy.path.abspath(str(filepath)))
+    if path.suffix.lower() not in (".png", ".exr"):
+        raise InputFileError(f"cannot import {path.name}: use a 16-bit PNG or an EXR")
+    raw = _load_image(path)
+    side = read_sidecar(path)
+    cell_x = cell_y = 1.0
+    if side is not None:
+        cell_x = float(side.get("cell_size_x", 1.0))
+        cell_y = float(side.get("cell_size_y", cell_x))
+        height_min = float(side.get("height_min", height_min))
+        height_max = float(side.get("height_max", height_max))
+    if cell_size > 0:
+        cell_x = cell_y = float(cell_size)
+    if path.suffix.lower() == ".png":
+        z = height_min + np.rint(raw * PNG_LEVELS) / PNG_LEVELS * (height_max - height_min)
+    else:
+        z = raw
+    if not np.isfinite(z).all():
+        raise InputFileError(f"{path} has NaN/inf pixels; fill them before importing")
+    x0 = y0 = None
+    if side is not None and side.get("rows") == z.shape[0] and side.get("cols") == z.shape[1]:
+        x0, y0 = side.get("origin_x"), side.get("origin_y")
+    obj = make_grid_object(name or path.stem, z, cell_x, cell_y, x0, y0)
+    obj["terrain_erosion_source"] = str(path)
+    return obj
+
+
+# ------------------------------------------------------------------ operators & panel
+
+class TERRAIN_OT_export_maps(bpy.types.Operator):
+    """Export heights and every layer as 16-bit PNG and/or 32-bit EXR, with a JSON
+    sidecar (cell size, height range, seed, preset, parameters), rivers and lakes"""
+
+    bl_idname = "terrain.export_maps"
+    bl_label = "Export Maps"
+    bl_options = {'REGISTER'}
+
+    directory: bpy.props.StringProperty(name="Folder", subtype='DIR_PATH',
+                                        description="Folder the maps are written to")
+    basename: bpy.props.StringProperty(name="Name", default="",
+                                       description="File name prefix (empty: object name)")
+    png: bpy.props.BoolProperty(name="16-bit PNG", default=True,
+                                description="Write 16-bit grayscale PNGs (normalised)")
+    exr: bpy.props.BoolProperty(name="32-bit EXR", default=True,
+                                description="Write 32-bit float EXRs (exact values)")
+
+    @classmethod
+    def poll(cls, context):
+        problem = gridio.object_problem(context.active_object)
+        if problem:
+            cls.poll_message_set(problem)
+            return False
+        return True
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {'RUNNING_MODAL'}
+
+    def execute(self, context):
+        formats = tuple(f for f, on in (("PNG", self.png), ("EXR", self.exr)) if on)
+        try:
+            files = export_maps(context.active_object, self.directory or "//",
+                                self.basename, formats)
+        except UserError as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        self.report({'INFO'}, f"Exported {len(files)} files to {files[-1].parent}")
+        return {'FINISHED'}
+
+
+class TERRAIN_OT_import_heightmap(bpy.types.Operator):
+    """Make a new grid object from a 16-bit PNG or EXR heightmap"""
+
+    bl_idname = "terrain.import_heightmap"
+    bl_label = "Import Heightmap"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    filepath: bpy.props.StringProperty(name="File", subtype='FILE_PATH')
+    filter_glob: bpy.props.StringProperty(default="*.png;*.exr", options={'HIDDEN'})
+    cell_size: bpy.props.FloatProperty(
+        name="Cell Size", default=0.0, min=0.0, soft_max=100.0,
+        description="Distance between vertices (0: from the sidecar, else 1)")
+    height_min: bpy.props.FloatProperty(name="Height Min", default=0.0,
+                                        description="Height of PNG black (no sidecar)")
+    height_max: bpy.props.FloatProperty(name="Height Max", default=1.0,
+                                        description="Height of PNG white (no sidecar)")
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {'RUNNING_MODAL'}
+
+    def execute(self, context):
+        try:
+            obj = import_heightmap(self.filepath, self.cell_size, self.height_min,
+                                   self.height_max)
+        except UserError as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
+        for other in context.view_layer.objects:
+            other.select_set(False)
+        obj.select_set(True)
+        context.view_layer.objects.active = obj
+        g = gridio.detect_grid(obj.data)
+        self.report({'INFO'}, f"Imported {obj.name}: {g.cols}x{g.rows} grid")
+        return {'FINISHED'}
+
+
+class TERRAIN_PT_export(bpy.types.Panel):
+    """Export maps for game engines; import heightmaps"""
+
+    bl_idname = "TERRAIN_PT_export"
+    bl_label = "Export / Import"
+    bl_space_type = 'VIEW_3D'
+    bl_region_type = 'UI'
+    bl_category = "Erosion"
+    bl_parent_id = "TERRAIN_PT_main"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    def draw(self, context):
+        col = self.layout.column(align=True)
+        col.operator(TERRAIN_OT_export_maps.bl_idname, icon='EXPORT')
+        col.operator(TERRAIN_OT_import_heightmap.bl_idname, icon='IMPORT')
+
+
+def _menu_import(self, context):
+    self.layout.operator(TERRAIN_OT_import_heightmap.bl_idname,
+                         text="Terrain Heightmap (.png/.exr)")
+
+
+classes = (TERRAIN_OT_export_maps, TERRAIN_OT_import_heightmap, TERRAIN_PT_export)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    bpy.types.TOPBAR_MT_file_import.append(_menu_import)
+
+
+def unregister() -> None:
+    bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

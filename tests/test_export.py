@@ -1,0 +1,127 @@
+"""Map export and heightmap import in real Blender (bpy module)."""
+
+from __future__ import annotations
+
+import json
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import add_grid, positions, staged_addon
+
+te = staged_addon()
+
+
+@pytest.fixture
+def blender():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    try:
+        yield bpy
+    finally:
+        te.unregister()
+
+
+def raster(obj):
+    g = te.grid.detect_grid(obj.data)
+    return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols), g
+
+
+@pytest.fixture
+def eroded(blender):
+    obj = add_grid(bpy, n=33, size=6.4, relief=1.5, name="Hills")
+    s = obj.terrain_erosion
+    s.seed, s.particles = 3, 3000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    return obj
+
+
+def test_exr_round_trip_is_exact_and_png_within_16_bit(eroded, tmp_path):
+    obj = eroded
+    files = te.export.export_maps(obj, tmp_path, "hills")
+    names = {f.name for f in files}
+    for layer in ("height", "bedrock", "sediment_depth", "eroded", "deposited"):
+        assert {f"hills_{layer}.png", f"hills_{layer}.exr"} <= names, layer
+    z, g = raster(obj)
+    for suffix in (".exr", ".png"):
+        new = te.export.import_heightmap(tmp_path / f"hills_height{suffix}")
+        z2, g2 = raster(new)
+        assert (g2.rows, g2.cols) == (g.rows, g.cols)
+        assert np.isclose(g2.cell_x, g.cell_x) and np.isclose(g2.cell_y, g.cell_y)
+        if suffix == ".exr":
+            assert np.array_equal(z2, z)
+        else:
+            step = (z.max() - z.min()) / 65535
+            assert np.abs(z2 - z).max() <= 0.5 * step + 1e-6 * max(1, abs(z).max())
+            assert np.abs(z2 - z).max() > 0, "PNG is quantised"
+        assert te.grid.detect_grid(new.data)  # a grid the add-on can erode
+
+
+def test_sidecar_parses_and_matches(eroded, tmp_path):
+    obj = eroded
+    te.export.export_maps(obj, tmp_path, "hills", ("EXR",))
+    side = json.loads((tmp_path / "hills.json").read_text())
+    z, g = raster(obj)
+    assert side["rows"] == g.rows and side["cols"] == g.cols
+    assert side["cell_size_x"] == pytest.approx(g.cell_x)
+    assert side["height_min"] == pytest.approx(float(z.min()))
+    assert side["height_max"] == pytest.approx(float(z.max()))
+    assert side["height_scale"] == pytest.approx(float(z.max() - z.min()))
+    assert side["seed"] == 3 and side["preset"] == obj.terrain_erosion.preset
+    assert side["parameters"]["droplets"] == \
+        obj.terrain_erosion.droplets.to_params().to_dict()
+    assert side["enabled"]["droplets"] is True
+    assert side["addon_version"] and side["simcore_version"]
+    for name, entry in side["maps"].items():
+        for fname in entry["files"].values():
+            assert (tmp_path / fname).is_file(), name
+    # every exported layer decodes to the mesh's values
+    sed = te.grid.read_float_layer(obj.data, "te_sediment_depth", g)
+    img = te.export._load_image(tmp_path / side["maps"]["sediment_depth"]["files"]["EXR"])
+    assert np.array_equal(img.astype(np.float32), sed.astype(np.float32))
+
+
+def test_png_import_without_sidecar_uses_the_given_range(blender, tmp_path):
+    z = np.linspace(0, 1, 20 * 30).reshape(20, 30)
+    te.export._save_image(tmp_path / "ramp.png", z, "PNG")
+    obj = te.export.import_heightmap(tmp_path / "ramp.png", cell_size=2.0,
+                                     height_min=-5.0, height_max=15.0)
+    z2, g = raster(obj)
+    assert (g.rows, g.cols) == (20, 30) and np.isclose(g.cell_x, 2.0)
+    assert np.abs(z2 - (-5 + 20 * z)).max() <= 20 / 65535
+
+
+def test_bad_inputs_are_user_errors(blender, tmp_path):
+    with pytest.raises(te.simcore.errors.UserError, match="no such file"):
+        te.export.import_heightmap(tmp_path / "nothing.exr")
+    (tmp_path / "junk.png").write_bytes(b"not a png")
+    with pytest.raises(te.simcore.errors.UserError):
+        te.export.import_heightmap(tmp_path / "junk.png")
+    obj = add_grid(bpy, n=9)
+    with pytest.raises(te.simcore.errors.UserError, match="not an existing folder"):
+        te.export.export_maps(obj, tmp_path / "missing")
+    with pytest.raises(RuntimeError, match="not an existing folder"):  # reported ERROR
+        bpy.ops.terrain.export_maps(directory=str(tmp_path / "missing"))
+    assert bpy.ops.terrain.export_maps(directory=str(tmp_path)) == {'FINISHED'}
+    assert (tmp_path / f"{obj.name}.json").is_file()
+
+
+def test_rivers_and_lakes_exported_with_the_maps(blender, tmp_path):
+    obj = add_grid(bpy, n=24, size=4.0, name="Wet")
+    g = te.grid.detect_grid(obj.data)
+    stream = np.zeros((g.rows, g.cols))
+    stream[:, 12] = 0.9
+    pool = np.zeros((g.rows, g.cols))
+    pool[3:6, 3:6] = 0.2
+    z = np.tile(np.linspace(0, 2, g.rows)[:, None], (1, g.cols)) + 0.1 * np.abs(
+        np.arange(g.cols) - 12)
+    te.grid.write_heights(obj.data, g, positions(obj.data), z)
+    te.grid.write_float_layer(obj.data, "te_stream", g, stream)
+    te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    te.export.export_maps(obj, tmp_path, "wet", ("EXR",))
+    rivers = json.loads((tmp_path / "wet_rivers.json").read_text())["rivers"]
+    assert len(rivers) == 1 and len(rivers[0]["points"]) == g.rows
+    side = json.loads((tmp_path / "wet.json").read_text())
+    assert side["maps"]["lakes"]["count"] == 1
+    lakes = te.export._load_image(tmp_path / "wet_lakes.png")
+    assert np.array_equal(np.rint(lakes * 65535) > 0, pool > 0)
