@@ -1,0 +1,163 @@
+"""Rivers curve, lakes mesh, shore attributes and the shore-waves material in real
+Blender (bpy module), rendered headless with Cycles and EEVEE."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import add_grid, positions, staged_addon
+
+te = staged_addon()
+
+
+@pytest.fixture
+def blender():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    try:
+        yield bpy
+    finally:
+        te.unregister()
+
+
+def valley_and_lake(n=40, size=8.0):
+    """A valley draining south into a round lake; stream along the valley floor."""
+    obj = add_grid(bpy, n=n, size=size, name="Valley")
+    g = te.grid.detect_grid(obj.data)
+    r, c = np.mgrid[0:g.rows, 0:g.cols].astype(float)
+    cell = g.cell_x
+    z = (0.06 * r + 0.05 * np.abs(c - 20)) * cell * 4
+    lake = (r - 8) ** 2 + (c - 20) ** 2 <= 36
+    ground = np.where(lake, z.min() - 0.2 * cell, z)
+    level = z[lake].max() * 0 + (0.06 * 14) * cell * 4  # surface at the lake's rim
+    pool = np.where(lake, level - ground, 0.0)
+    stream = np.where((np.abs(c - 20) < 0.5) & (r > 14), 0.8, 0.0)
+    te.grid.write_heights(obj.data, g, positions(obj.data), ground)
+    te.grid.write_float_layer(obj.data, "te_stream", g, stream)
+    te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    obj.data.update()
+    return obj, g, ground, stream, pool
+
+
+def curve_points(curve_obj):
+    out = []
+    for spline in curve_obj.data.splines:
+        co = np.empty(len(spline.points) * 4, np.float32)
+        spline.points.foreach_get("co", co)
+        rad = np.empty(len(spline.points), np.float32)
+        spline.points.foreach_get("radius", rad)
+        out.append((co.reshape(-1, 4)[:, :3], rad))
+    return out
+
+
+def test_rivers_curve_follows_high_stream_cells_with_flow_as_radius(blender):
+    obj, g, ground, stream, _ = valley_and_lake()
+    assert bpy.ops.terrain.water_data() == {'FINISHED'}
+    river = obj.terrain_water.rivers_object
+    assert river is not None and river.type == 'CURVE' and river.parent == obj
+    (co, radius), = curve_points(river)
+    col = np.rint((co[:, 0] - g.x0) / g.cell_x).astype(int)
+    row = np.rint((co[:, 1] - g.y0) / g.cell_y).astype(int)
+    assert np.allclose(co[:, 0], g.x0 + col * g.cell_x, atol=1e-5)
+    assert (stream[row[:-1], col[:-1]] >= 0.25).all()  # the mouth may be in the lake
+    assert ((stream >= 0.25) == np.isin(np.arange(stream.size),
+                                        row * g.cols + col).reshape(stream.shape)
+            )[stream >= 0.25].all(), "every channel cell is on the curve"
+    assert np.allclose(radius, 0.8)
+    assert np.all(np.diff(co[:, 2]) < 0), "flows downhill"
+
+
+def test_real_hydrology_run_curve_sits_on_high_stream_cells(blender):
+    obj = add_grid(bpy, n=48, size=9.6, relief=1.2, seed=4, name="Hydro")
+    s = obj.terrain_erosion
+    s.droplets.enabled = False
+    s.hydrology.enabled = True
+    s.particles = 6000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    g = te.grid.detect_grid(obj.data)
+    stream = te.grid.read_float_layer(obj.data, "te_stream", g)
+    threshold = float(np.quantile(stream, 0.9))
+    obj.terrain_water.stream_threshold = max(threshold, 0.02)
+    te.water_data.update_rivers(obj, obj.terrain_water.stream_threshold, 4)
+    pts = curve_points(obj.terrain_water.rivers_object)
+    assert pts, "some rivers"
+    vals = []
+    for co, _ in pts:
+        col = np.rint((co[:, 0] - g.x0) / g.cell_x).astype(int)
+        row = np.rint((co[:, 1] - g.y0) / g.cell_y).astype(int)
+        vals.append(stream[row[:-1], col[:-1]])
+    vals = np.concatenate(vals)
+    # every point but the mouths is among the top 10% stream cells
+    assert vals.min() >= threshold - 1e-6 and vals.mean() > stream.mean()
+
+
+def test_lakes_mesh_and_shore_attributes(blender):
+    obj, g, ground, _, pool = valley_and_lake()
+    lakes = te.water_data.update_lakes(obj)
+    me = lakes.data
+    assert lakes.parent == obj and len(me.polygons) > 0
+    ids = np.empty(len(me.polygons), np.int32)
+    me.attributes["lake_id"].data.foreach_get("value", ids)
+    assert set(ids) == {1}
+    z = positions(me)[:, 2]
+    wet_level = (ground + pool)[pool > 0][0]
+    assert np.allclose(z, wet_level, atol=1e-5), "flat at the lake surface"
+    dist = te.grid.read_float_layer(obj.data, "te_shore_distance", g)
+    line = te.simcore.shore.waterline(pool > 0)
+    assert (dist[line] == 0).all() and (dist[~line] > 0).all()
+    # equals a brute-force search over the waterline cells (local units)
+    pts = np.argwhere(line)
+    r, c = np.mgrid[0:g.rows, 0:g.cols]
+    brute = np.sqrt(((r[..., None] - pts[:, 0]) * g.cell_y) ** 2
+                    + ((c[..., None] - pts[:, 1]) * g.cell_x) ** 2).min(-1)
+    assert np.allclose(dist, brute, rtol=1e-6)
+    assert me.materials[0].name == te.water_data.WAVES
+    before = positions(obj.data).copy()
+    bpy.context.scene.frame_set(10)
+    assert np.array_equal(before, positions(obj.data)), "waves never move the terrain"
+
+
+def _render(engine, frame, path):
+    scene = bpy.context.scene
+    scene.render.engine = engine
+    scene.render.resolution_x = scene.render.resolution_y = 48
+    scene.render.resolution_percentage = 100
+    if engine == 'CYCLES':
+        scene.cycles.device = 'CPU'
+        scene.cycles.samples = 4
+        scene.cycles.use_denoising = False
+    else:
+        scene.eevee.taa_render_samples = 2
+    scene.frame_set(frame)
+    scene.render.filepath = str(path)
+    scene.render.image_settings.file_format = 'PNG'
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path), check_existing=False)
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)
+
+
+def _camera_over(obj):
+    bpy.ops.object.camera_add(location=(0, 0, 12), rotation=(0, 0, 0))
+    cam = bpy.context.active_object
+    cam.data.type = 'ORTHO'
+    cam.data.ortho_scale = 8.5
+    bpy.context.scene.camera = cam
+    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10))
+    bpy.context.active_object.data.energy = 3.0
+
+
+@pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
+def test_wave_material_renders_and_moves_with_the_frame(blender, tmp_path, engine):
+    obj, *_ = valley_and_lake()
+    te.water_data.update_lakes(obj)
+    obj.hide_render = True  # only the water
+    _camera_over(obj)
+    a = _render(engine, 1, tmp_path / "a.png")
+    b = _render(engine, 13, tmp_path / "b.png")
+    assert np.isfinite(a).all() and a[..., :3].max() > 0.05, "the water is visible"
+    assert np.abs(a - b)[..., :3].mean() > 1e-3, "the waves moved between frames"
