@@ -7,9 +7,10 @@ surface) in a cache folder next to the .blend (``//terrain_cache/<object>``, sto
 a relative path, per object), with ``cache.json`` describing it. All files are written
 with :func:`atomic_write`.
 
-A persistent ``frame_change_pre`` handler writes the frame's snapshot into the mesh
-(before the depsgraph evaluates, so viewport, F12 renders and ``blender -b file -a``
-all see it). Frames outside the baked range hold the first / last snapshot. A moved,
+A persistent ``frame_change_post`` handler writes the frame's snapshot into the mesh;
+the edit tags the depsgraph, so the viewport, F12 renders and animation renders
+(``blender -b file -a``; tested through ``render.render(animation=True)``) show it.
+Frames outside the baked range hold the first / last snapshot. A moved,
 missing or damaged cache gives a message in the panel (and one line on stderr in
 background mode), never an exception.
 """
@@ -380,6 +381,12 @@ def _on_load(*_args) -> None:
 
 # ------------------------------------------------------------------ UI
 
+#: Blender 4.5+ warns about "//" paths unless the property says it takes them; 4.2 does
+#: not know the option (a shim kept here, not in compat.py, which another module owns)
+_PATH_OPTIONS = ({'PATH_SUPPORTS_BLEND_RELATIVE'} if "is_path_supports_blend_relative"
+                 in bpy.types.Property.bl_rna.properties else set())
+
+
 class TERRAIN_PG_bake(bpy.types.PropertyGroup):
     """Bake settings of one object (saved with the .blend)."""
 
@@ -391,7 +398,7 @@ class TERRAIN_PG_bake(bpy.types.PropertyGroup):
         name="Particles per Frame", default=2000, min=1, soft_max=200_000,
         description="Particles run between two frames")
     cache_dir: bpy.props.StringProperty(
-        name="Cache Folder", default="", subtype='DIR_PATH',
+        name="Cache Folder", default="", subtype='DIR_PATH', options=_PATH_OPTIONS,
         description="Where the frames are stored; // is the .blend's folder "
                     "(empty: //terrain_cache/<object>)")
     playback: bpy.props.BoolProperty(name="Play Back", default=True,
@@ -515,12 +522,12 @@ def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.Object.terrain_bake = bpy.props.PointerProperty(type=TERRAIN_PG_bake)
-    bpy.app.handlers.frame_change_pre.append(on_frame_change)
+    bpy.app.handlers.frame_change_post.append(on_frame_change)
     bpy.app.handlers.load_post.append(_on_load)
 
 
 def unregister() -> None:
-    for handlers, fn in ((bpy.app.handlers.frame_change_pre, on_frame_change),
+    for handlers, fn in ((bpy.app.handlers.frame_change_post, on_frame_change),
                          (bpy.app.handlers.load_post, _on_load)):
         while fn in handlers:
             handlers.remove(fn)
