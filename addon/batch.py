@@ -29,6 +29,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards")
     p.add_argument("--save-as", metavar="PATH", help="save the result to another .blend")
+    p.add_argument("--export-maps", metavar="FOLDER",
+                   help="after the run, write heights and layers as 16-bit PNG + 32-bit "
+                        "EXR with a JSON sidecar (and rivers, lakes) into FOLDER")
     return p
 
 
@@ -61,6 +64,9 @@ def main(argv: list[str]) -> int:
             raise CliError("--save needs a .blend loaded from a file; use --save-as PATH")
         elif args.save:
             check_output(bpy.data.filepath)
+        if args.export_maps:  # issue 14: checked before the run, written after it
+            from .export import check_export_folder
+            check_export_folder(args.export_maps)
         settings = obj.terrain_erosion
         base = find_preset(args.preset) if args.preset else settings.to_preset(
             settings.preset)
@@ -85,6 +91,11 @@ def main(argv: list[str]) -> int:
                 f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
             print(f"terrain_erosion: done, {progress.particles} particles in "
                   f"{progress.seconds:.1f} s", flush=True)
+        if args.export_maps:
+            from .export import export_maps
+            files = export_maps(obj, args.export_maps)
+            print(f"terrain_erosion: exported {len(files)} files to {args.export_maps}",
+                  flush=True)
         if args.save_as:
             bpy.ops.wm.save_as_mainfile(filepath=args.save_as, copy=True)
         elif args.save:

@@ -142,6 +142,17 @@ def _settings_record(obj: bpy.types.Object) -> dict:
             "provenance": s.provenance}
 
 
+def check_export_folder(folder: str | os.PathLike) -> Path:
+    """The absolute export folder, or OutputPathError when it is not a writable
+    folder."""
+    path = Path(bpy.path.abspath(str(folder)))
+    if not path.is_dir():
+        raise OutputPathError(f"cannot export to {path}: not an existing folder; "
+                              "create it or choose another")
+    check_output(path / ".te-export-check.json")
+    return path
+
+
 def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str = "",
                 formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.25
                 ) -> list[Path]:
@@ -153,10 +164,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ExportError(f"unknown map format(s) {unknown}; use PNG and/or EXR")
-    folder = Path(bpy.path.abspath(str(folder)))
-    if not folder.is_dir():
-        raise OutputPathError(f"cannot export to {folder}: not an existing folder; "
-                              "create it or choose another")
+    folder = check_export_folder(folder)
     grid = gridio.detect_grid(obj.data)
     base = basename or bpy.path.clean_name(obj.name)
     maps = _layers(obj, grid)

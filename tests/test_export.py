@@ -125,3 +125,23 @@ def test_rivers_and_lakes_exported_with_the_maps(blender, tmp_path):
     assert side["maps"]["lakes"]["count"] == 1
     lakes = te.export._load_image(tmp_path / "wet_lakes.png")
     assert np.array_equal(np.rint(lakes * 65535) > 0, pool > 0)
+
+
+def test_batch_command_exports_maps(blender, tmp_path, capsys):
+    obj = add_grid(bpy, n=16, name="Batch")
+    out = tmp_path / "maps"
+    out.mkdir()
+    assert te.batch.main(["--object", "Batch", "--particles", "500",
+                          "--export-maps", str(out)]) == 0
+    assert "exported" in capsys.readouterr().out
+    side = json.loads((out / "Batch.json").read_text())
+    assert side["particles"] == obj.terrain_erosion.particles
+    z, _ = raster(obj)
+    img = te.export._load_image(out / "Batch_height.exr")
+    assert np.array_equal(img.astype(np.float32), z)
+    # a bad folder is refused before any work
+    before = positions(obj.data).copy()
+    assert te.batch.main(["--object", "Batch", "--particles", "500",
+                          "--export-maps", str(tmp_path / "nope")]) == 2
+    assert "not an existing folder" in capsys.readouterr().err
+    assert np.array_equal(before, positions(obj.data))
