@@ -23,6 +23,7 @@ import os
 import sys
 import zipfile
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import bpy
@@ -123,8 +124,14 @@ class _Playback:
         self.rgba: dict[int, np.ndarray] = {}
         self.messages: dict[str, str] = {}
         self.printed: set[str] = set()
+        self.pending: dict[tuple[str, int], Future] = {}
+        self.pool: ThreadPoolExecutor | None = None
+        self.last_frame: dict[str, int] = {}
 
     def clear(self) -> None:
+        for job in self.pending.values():
+            job.cancel()
+        self.pending.clear()
         self.frames.clear()
         self.positions.clear()
         self.rgba.clear()
@@ -138,6 +145,12 @@ def message(obj: bpy.types.Object) -> str:
     return _state.messages.get(obj.name, "")
 
 
+def _read_frame(path: Path) -> dict[str, np.ndarray]:
+    """Decode one frame file (no bpy: runs in the prefetch thread too)."""
+    with np.load(path, allow_pickle=False) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
 def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:
     key = (str(folder), frame)
     hit = _state.frames.get(key)
@@ -146,16 +159,36 @@ def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:
         return hit
     path = folder / frame_file(frame)
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
+        pending = _state.pending.pop(key, None)
+        arrays = pending.result() if pending is not None else _read_frame(path)
     except FileNotFoundError:
         raise BakeError(_missing_text(folder, path)) from None
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise BakeError(f"the baked frame {path} is damaged ({exc}); bake again") from None
+    _remember(key, arrays)
+    return arrays
+
+
+def _remember(key, arrays) -> None:
     _state.frames[key] = arrays
     while len(_state.frames) > MEMORY_FRAMES:
         _state.frames.popitem(last=False)
-    return arrays
+
+
+def _prefetch(folder: Path, frame: int) -> None:
+    """Start decoding ``frame`` in a worker thread (zlib releases the GIL), so the
+    next frame of a playback is ready when Blender asks for it."""
+    key = (str(folder), frame)
+    if key in _state.frames or key in _state.pending:
+        return
+    path = folder / frame_file(frame)
+    if not path.is_file():
+        return
+    if _state.pool is None:
+        _state.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="te-bake")
+    for old in [k for k in _state.pending if k[0] != key[0] or abs(k[1] - frame) > 2]:
+        _state.pending.pop(old).cancel()
+    _state.pending[key] = _state.pool.submit(_read_frame, path)
 
 
 def _missing_text(folder: Path, path: Path | None = None) -> str:
@@ -191,7 +224,7 @@ def _set_points(me: bpy.types.Mesh, co: np.ndarray, size: np.ndarray) -> None:
     me.update()
 
 
-def apply_frame(obj: bpy.types.Object, frame: int) -> int:
+def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int:
     """Write the snapshot of ``frame`` (clamped to the baked range) into the mesh and
     its trees and water objects. Returns the frame shown; BakeError on any problem."""
     b = obj.terrain_bake
@@ -240,6 +273,11 @@ def apply_frame(obj: bpy.types.Object, frame: int) -> int:
             _ensure(water.data, "te_wet", 'FLOAT').data.foreach_set(
                 "value", arrays["water_wet"])
         water.data.update()
+    last = _state.last_frame.get(obj.name, shown)
+    step = -1 if shown < last else 1
+    _state.last_frame[obj.name] = shown
+    if b.baked_start <= shown + step <= b.baked_end and prefetch:
+        _prefetch(folder, shown + step)
     return shown
 
 
@@ -531,6 +569,10 @@ def unregister() -> None:
                          (bpy.app.handlers.load_post, _on_load)):
         while fn in handlers:
             handlers.remove(fn)
+    _state.clear()
+    if _state.pool is not None:
+        _state.pool.shutdown(wait=True, cancel_futures=True)
+        _state.pool = None
     del bpy.types.Object.terrain_bake
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)
