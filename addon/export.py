@@ -154,7 +154,7 @@ def check_export_folder(folder: str | os.PathLike) -> Path:
 
 
 def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str = "",
-                formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.25
+                formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.5
                 ) -> list[Path]:
     """Write every map of ``obj`` into ``folder``; returns the files written (the
     sidecar ``<basename>.json`` last). Nothing is written if a check fails first."""

@@ -5,9 +5,9 @@
   sets the width of a full river.
 - ``<terrain> Lakes``: a mesh of every water body (``te_pool_depth`` > 0) flat at its
   surface, face attribute ``lake_id``, with the shore waves material.
-- Point attributes on the terrain and the lakes: ``te_shore_distance`` (local units to
-  the nearest waterline cell, 0 on it) and ``te_shore_direction`` (unit XY vector toward
-  it).
+- Point attributes on the terrain, its water surface object and the lakes:
+  ``te_shore_distance`` (local units to the nearest waterline cell, 0 on it) and
+  ``te_shore_direction`` (unit XY vector toward it).
 - Material ``TE Shore Waves`` using the shader node group ``TE Shore Waves``: waves
   roll toward every shore, animated by the frame (a driver on a Value node). It only
   renders; the terrain is never changed.
@@ -92,13 +92,18 @@ def write_shore(obj: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
     dist, direction = shore_field(pool > WET_DEPTH, g.cell_x, g.cell_y)
     diagonal = math.hypot(g.cols * g.cell_x, g.rows * g.cell_y)
     dist = np.where(np.isfinite(dist), dist, diagonal)
-    me = obj.data
-    gridio.write_float_layer(me, SHORE_DISTANCE, g, dist)
     vec = np.zeros((g.rows * g.cols, 3), np.float32)
     vec[g.order, 0] = direction[..., 0].ravel()
     vec[g.order, 1] = direction[..., 1].ravel()
-    _ensure(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set("vector", vec.ravel())
-    me.update()
+    # the terrain, and the water surface object (a copy of its topology) if there is one
+    water = obj.terrain_erosion.water_object
+    meshes = [obj.data]
+    if water is not None and water.type == 'MESH' and len(water.data.vertices) == len(vec):
+        meshes.append(water.data)
+    for me in meshes:
+        gridio.write_float_layer(me, SHORE_DISTANCE, g, dist)
+        _ensure(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set("vector", vec.ravel())
+        me.update()
     return dist, direction
 
 
@@ -115,7 +120,7 @@ def _river_material() -> bpy.types.Material:
     return mat
 
 
-def update_rivers(obj: bpy.types.Object, threshold: float = 0.25, min_points: int = 4,
+def update_rivers(obj: bpy.types.Object, threshold: float = 0.5, min_points: int = 4,
                   width: float = 0.0) -> bpy.types.Object:
     """Create or replace the rivers curve; ``width`` is the bevel depth of a river of
     flow 1 in local units (0: one cell)."""
@@ -193,7 +198,7 @@ def waves_group() -> bpy.types.NodeTree:
     tree = bpy.data.node_groups.new(WAVES, 'ShaderNodeTree')
     iface = tree.interface
     for name, default in (("Distance", 0.0), ("Time", 0.0), ("Wavelength", 4.0),
-                          ("Period", 48.0), ("Reach", 30.0), ("Breakup", 0.3)):
+                          ("Period", 48.0), ("Reach", 16.0), ("Breakup", 0.6)):
         sock = iface.new_socket(name, in_out='INPUT', socket_type='NodeSocketFloat')
         sock.default_value = default
     iface.new_socket("Foam", in_out='OUTPUT', socket_type='NodeSocketFloat')
@@ -214,10 +219,17 @@ def waves_group() -> bpy.types.NodeTree:
                 _link(tree, v, node.inputs[i])
         return node.outputs[0]
 
-    noise = n.new("ShaderNodeTexNoise")
-    noise.inputs["Scale"].default_value = 0.15
+    noise = n.new("ShaderNodeTexNoise")  # breaks crests into separate waves
+    noise.inputs["Scale"].default_value = 0.35  # features of ~3 wavelengths
     texco = n.new("ShaderNodeTexCoord")
-    _link(tree, texco.outputs["Object"], noise.inputs["Vector"])
+    per_wave = n.new("ShaderNodeVectorMath")
+    per_wave.operation = 'DIVIDE'
+    _link(tree, texco.outputs["Object"], per_wave.inputs[0])
+    combine = n.new("ShaderNodeCombineXYZ")
+    for axis in ("X", "Y", "Z"):
+        _link(tree, gi.outputs["Wavelength"], combine.inputs[axis])
+    _link(tree, combine.outputs["Vector"], per_wave.inputs[1])
+    _link(tree, per_wave.outputs["Vector"], noise.inputs["Vector"])
     jitter = math_node('MULTIPLY', math_node('SUBTRACT', noise.outputs["Fac"], 0.5),
                        gi.outputs["Breakup"])
     phase = math_node('ADD', math_node('DIVIDE', gi.outputs["Distance"],
@@ -227,7 +239,7 @@ def waves_group() -> bpy.types.NodeTree:
     wave = math_node('MULTIPLY_ADD', math_node('SINE', math_node('MULTIPLY', phase,
                                                                  2 * math.pi)), 0.5)
     tree.nodes[-1].inputs[2].default_value = 0.5  # 0.5 * sin + 0.5
-    crest = math_node('POWER', wave, 6.0)
+    crest = math_node('POWER', wave, 8.0)
     fade = math_node('SUBTRACT', 1.0, math_node('DIVIDE', gi.outputs["Distance"],
                                                 gi.outputs["Reach"]), clamp=True)
     height = math_node('MULTIPLY', crest, fade)
@@ -263,7 +275,7 @@ def waves_material(cell_size: float = 1.0) -> bpy.types.Material:
     group = n.new("ShaderNodeGroup")
     group.node_tree = waves_group()
     group.inputs["Wavelength"].default_value = 4.0 * cell_size
-    group.inputs["Reach"].default_value = 30.0 * cell_size
+    group.inputs["Reach"].default_value = 16.0 * cell_size
     _link(tree, dist.outputs["Fac"], group.inputs["Distance"])
     _link(tree, frame.outputs[0], group.inputs["Time"])
     mix = n.new("ShaderNodeMix")
@@ -297,7 +309,7 @@ class TERRAIN_PG_water(bpy.types.PropertyGroup):
     lakes_object: bpy.props.PointerProperty(
         name="Lakes", type=bpy.types.Object, description="Lakes mesh (made by the add-on)")
     stream_threshold: bpy.props.FloatProperty(
-        name="Stream Threshold", default=0.25, min=0.01, max=1.0,
+        name="Stream Threshold", default=0.5, min=0.01, max=1.0,
         description="Stream value (0..1) from which a cell counts as a river channel")
     min_points: bpy.props.IntProperty(
         name="Min Length", default=4, min=2, max=10000,
