@@ -107,9 +107,9 @@ def snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _save(path: Path, arrays: dict[str, np.ndarray]) -> int:
+def _save(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> int:
     buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
+    (np.savez_compressed if compress else np.savez)(buf, **arrays)
     data = buf.getvalue()
     atomic_write(path, lambda f: f.write(data))
     return len(data)
@@ -342,7 +342,7 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
         if i:
             job.write(job.object(vertices=True))
         frame = frame_start + i
-        sizes.append(_save(folder / frame_file(frame), snapshot(obj)))
+        sizes.append(_save(folder / frame_file(frame), snapshot(obj), b.compress))
         files[str(frame)] = frame_file(frame)
         if report is not None:
             report(i + 1, frames)
@@ -350,7 +350,8 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
     manifest = {"schema": CACHE_SCHEMA, "object": obj.name, "vertices": n,
                 "frame_start": frame_start, "frame_end": frame_end,
                 "particles_per_frame": per_frame, "particles_per_round": sim.per_round,
-                "seed": sim.seed, "bytes": sum(sizes), "files": files}
+                "seed": sim.seed, "bytes": sum(sizes), "compressed": bool(b.compress),
+                "files": files}
     text = json.dumps(manifest, indent=1)
     atomic_write(folder / MANIFEST, lambda f: f.write(text.encode("utf-8")))
     b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
@@ -439,6 +440,10 @@ class TERRAIN_PG_bake(bpy.types.PropertyGroup):
         name="Cache Folder", default="", subtype='DIR_PATH', options=_PATH_OPTIONS,
         description="Where the frames are stored; // is the .blend's folder "
                     "(empty: //terrain_cache/<object>)")
+    compress: bpy.props.BoolProperty(
+        name="Compress", default=True,
+        description="Store frames zlib-compressed (about 4x smaller). Off: bigger files, "
+                    "faster frame changes when scrubbing large grids")
     playback: bpy.props.BoolProperty(name="Play Back", default=True,
                                      description="Show the baked frames on frame change")
     baked: bpy.props.BoolProperty(name="Baked", default=False)
@@ -530,6 +535,7 @@ class TERRAIN_PT_bake(bpy.types.Panel):
         col.prop(b, "frame_end")
         col.prop(b, "particles_per_frame")
         layout.prop(b, "cache_dir")
+        layout.prop(b, "compress")
         layout.prop(b, "playback")
         row = layout.row(align=True)
         row.operator(TERRAIN_OT_bake.bl_idname, icon='REC')

@@ -51,44 +51,48 @@ def run(quick: bool) -> list[dict]:
             s.trees.enabled = True
             bpy.ops.wm.save_as_mainfile(filepath=str(Path(tmp) / "bench.blend"))
             obj = bpy.data.objects[obj.name]
-            t0 = time.perf_counter()
-            manifest = te.bake.bake(obj, 1, frames, 2000)
-            bake_s = time.perf_counter() - t0
-            scene = bpy.context.scene
-            cold = []
-            for f in range(frames, 0, -2):  # jumps: never prefetched, read from disk
+            for compress in (True, False):
+                obj.terrain_bake.compress = compress
+                obj.terrain_bake.playback = True
+                t0 = time.perf_counter()
+                manifest = te.bake.bake(obj, 1, frames, 2000)
+                bake_s = time.perf_counter() - t0
+                scene = bpy.context.scene
+                cold = []
+                for f in range(frames, 0, -2):  # jumps: never prefetched, read from disk
+                    te.bake._state.clear()
+                    t0 = time.perf_counter()
+                    scene.frame_set(f)
+                    cold.append(time.perf_counter() - t0)
                 te.bake._state.clear()
-                t0 = time.perf_counter()
-                scene.frame_set(f)
-                cold.append(time.perf_counter() - t0)
-            te.bake._state.clear()
-            scene.frame_set(1)
-            play = []
-            for f in range(2, frames + 1):  # playback at 24 fps: Blender draws between
-                time.sleep(1 / 24)
-                t0 = time.perf_counter()
-                scene.frame_set(f)
-                play.append(time.perf_counter() - t0)
-            warm = []
-            for f in list(range(1, frames + 1)) * 2:
-                t0 = time.perf_counter()
-                scene.frame_set(f)
-                warm.append(time.perf_counter() - t0)
-            empty = []
-            obj.terrain_bake.playback = False
-            for f in range(1, frames + 1):
-                t0 = time.perf_counter()
-                scene.frame_set(f)
-                empty.append(time.perf_counter() - t0)
-            rows.append({"name": f"bake playback {n}²", "frames": frames,
-                         "layers": len(np.load(Path(tmp) / "terrain_cache" / obj.name /
-                                               "frame_000002.npz").files),
-                         "frame_change_cold_ms": 1000 * statistics.median(cold),
-                         "frame_change_playing_ms": 1000 * statistics.median(play),
-                         "frame_change_warm_ms": 1000 * statistics.median(warm),
-                         "frame_change_no_bake_ms": 1000 * statistics.median(empty),
-                         "cache_MB_per_frame": manifest["bytes"] / frames / 2**20,
-                         "bake_s": bake_s})
+                scene.frame_set(1)
+                play = []
+                for f in range(2, frames + 1):  # playback at 24 fps: Blender draws between
+                    time.sleep(1 / 24)
+                    t0 = time.perf_counter()
+                    scene.frame_set(f)
+                    play.append(time.perf_counter() - t0)
+                warm = []
+                for f in list(range(1, frames + 1)) * 2:
+                    t0 = time.perf_counter()
+                    scene.frame_set(f)
+                    warm.append(time.perf_counter() - t0)
+                empty = []
+                obj.terrain_bake.playback = False
+                for f in range(1, frames + 1):
+                    t0 = time.perf_counter()
+                    scene.frame_set(f)
+                    empty.append(time.perf_counter() - t0)
+                label = f"bake playback {n}²" + ("" if compress else " uncompressed")
+                rows.append({"name": label, "frames": frames,
+                             "layers": len(np.load(Path(tmp) / "terrain_cache" / obj.name /
+                                                   "frame_000002.npz").files),
+                             "frame_change_cold_ms": 1000 * statistics.median(cold),
+                             "frame_change_playing_ms": 1000 * statistics.median(play),
+                             "frame_change_warm_ms": 1000 * statistics.median(warm),
+                             "frame_change_no_bake_ms": 1000 * statistics.median(empty),
+                             "cache_MB_per_frame": manifest["bytes"] / frames / 2**20,
+                             "bake_s": bake_s})
             n = 512 if quick else 1024
             obj = _grid_mesh(bpy, n)
             z = fractal_terrain(n, seed=4, relief=n / 8).astype(np.float32)

@@ -44,8 +44,10 @@ def bake(obj, start=1, end=4, per_frame=400):
     return manifest, states
 
 
-def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path):
+@pytest.mark.parametrize("compress", [True, False])
+def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path, compress):
     obj = saved_terrain(tmp_path)
+    obj.terrain_bake.compress = compress
     g = te.grid.detect_grid(obj.data)
     z0 = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     params = obj.terrain_erosion.enabled_params()
@@ -71,6 +73,10 @@ def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path):
         z = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols)
         assert np.array_equal(z, (terrain.height() * g.cell_size).astype(np.float32))
     assert te.bake.cache_size(obj) == sum(p.stat().st_size for p in folder.iterdir())
+    size = (folder / "frame_000005.npz").stat().st_size
+    with np.load(folder / "frame_000005.npz") as npz:
+        raw = sum(npz[k].nbytes for k in npz.files)
+    assert (size < 0.9 * raw) == compress, (size, raw)
 
 
 def test_trees_and_water_play_back_too(blender, tmp_path):
