@@ -41,6 +41,29 @@ def _downstream(surface, cell_x, cell_y, dr, dc):
 
 
 @njit(cache=True)
+def _thin(stream, channel, down, cols):
+    """Drop a channel cell when a neighbour across the flow (perpendicular to its D8
+    direction) flows the same way with a higher stream value (ties: the lower index),
+    so a band several cells wide gives one line down its crest, not parallel ones;
+    junctions (neighbours flowing another way) are kept."""
+    rows = stream.size // cols
+    keep = channel.copy()
+    for i in range(stream.size):
+        if not channel[i] or down[i] < 0:
+            continue
+        r, c = i // cols, i % cols
+        dr, dc = down[i] // cols - r, down[i] % cols - c
+        s = stream[i]
+        for pr, pc in ((r - dc, c + dr), (r + dc, c - dr)):
+            if 0 <= pr < rows and 0 <= pc < cols:
+                j = pr * cols + pc
+                parallel = down[j] >= 0 and down[j] - j == down[i] - i
+                if channel[j] and parallel and (stream[j] > s or (stream[j] == s and j < i)):
+                    keep[i] = False
+    return keep
+
+
+@njit(cache=True)
 def _trace(channel, down, order, min_points, points, starts):
     """Trace polylines from the heads in ``order``; returns (n points, n lines)."""
     n = channel.size
@@ -72,13 +95,15 @@ def _trace(channel, down, order, min_points, points, starts):
 
 
 def stream_polylines(stream: np.ndarray, surface: np.ndarray, threshold: float = 0.25,
-                     min_points: int = 4, cell_x: float = 1.0, cell_y: float | None = None
-                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+                     min_points: int = 4, cell_x: float = 1.0, cell_y: float | None = None,
+                     thin: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
     """The channel network as polylines, highest heads first.
 
     Returns a list of ``(cells, flow)``: ``cells`` is an ``(n, 2)`` int array of
     (row, col) from source to mouth, ``flow`` the stream value (0..1) at each point.
-    Lines with fewer than ``min_points`` points are dropped.
+    Lines with fewer than ``min_points`` points are dropped. With ``thin``, lines start
+    only on the crest of stream values across the flow, so a band of channel cells
+    several cells wide gives one line, not parallel ones.
     """
     stream = np.asarray(stream, dtype=np.float64)
     surface = np.ascontiguousarray(surface, dtype=np.float64)
@@ -86,10 +111,12 @@ def stream_polylines(stream: np.ndarray, surface: np.ndarray, threshold: float =
     channel = (stream >= threshold).ravel()
     down = _downstream(surface, float(cell_x), float(cell_x if cell_y is None else cell_y),
                        _DR, _DC)
+    # lines start on the crest of a wide band (thinned) and run through any channel cell
+    starts_on = _thin(stream.ravel(), channel, down, cols) if thin else channel
     fed = np.zeros(channel.size, bool)
-    targets = down[channel]
+    targets = down[starts_on]
     fed[targets[targets >= 0]] = True
-    heads = np.flatnonzero(channel & ~fed)
+    heads = np.flatnonzero(starts_on & ~fed)
     order = heads[np.argsort(-surface.ravel()[heads], kind="stable")]
     points = np.empty(2 * channel.size + 1, np.int64)
     starts = np.empty(len(order) + 1, np.int64)

@@ -71,3 +71,13 @@ def test_lakes_labelled_and_meshed_flat_at_their_surface():
     # every wet cell is a vertex of the mesh
     wet = {tuple(p) for p in np.argwhere(pool > 0)}
     assert wet <= {tuple(p) for p in cells}
+
+
+def test_a_wide_band_gives_one_line_down_its_crest():
+    height, _ = valley()
+    height = height * 0 + 0.5 * np.mgrid[0:40, 0:40][0]  # a plain slope: parallel flow
+    stream = np.zeros((40, 40))
+    stream[:, 18:23] = [0.5, 0.7, 0.9, 0.7, 0.5]
+    lines = stream_polylines(stream, height, 0.4)
+    assert len(lines) == 1 and (lines[0][0][:, 1] == 20).all()
+    assert len(stream_polylines(stream, height, 0.4, thin=False)) == 5
