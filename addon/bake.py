@@ -475,9 +475,15 @@ class TERRAIN_OT_bake(bpy.types.Operator):
         b = obj.terrain_bake
         wm = context.window_manager
         wm.progress_begin(0, 1)
+
+        def report(i, n):
+            wm.progress_update(i / n)
+            if bpy.app.background:
+                print(f"terrain_erosion: baked frame {b.frame_start + i - 1} ({i}/{n})",
+                      flush=True)
+
         try:
-            manifest = bake(obj, b.frame_start, b.frame_end, b.particles_per_frame,
-                            lambda i, n: wm.progress_update(i / n))
+            manifest = bake(obj, b.frame_start, b.frame_end, b.particles_per_frame, report)
         except UserError as exc:
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}

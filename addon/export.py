@@ -145,6 +145,9 @@ def _settings_record(obj: bpy.types.Object) -> dict:
 def check_export_folder(folder: str | os.PathLike) -> Path:
     """The absolute export folder, or OutputPathError when it is not a writable
     folder."""
+    if str(folder).startswith("//") and not bpy.data.filepath:
+        raise OutputPathError(f"cannot export to {folder}: it is relative to the .blend, "
+                              "which is not saved yet; save it or choose a folder")
     path = Path(bpy.path.abspath(str(folder)))
     if not path.is_dir():
         raise OutputPathError(f"cannot export to {path}: not an existing folder; "

@@ -197,3 +197,19 @@ def test_free_cache_removes_it_and_unsaved_files_are_refused(blender, tmp_path):
         te.bake.bake(obj, 1, 3, 100)
     with pytest.raises(RuntimeError, match="Save the .blend first"):
         bpy.ops.terrain.bake()
+
+
+def test_bake_operator_uses_the_panel_settings_and_prints_progress(blender, tmp_path, capsys):
+    obj = saved_terrain(tmp_path, n=16)
+    b = obj.terrain_bake
+    b.frame_start, b.frame_end, b.particles_per_frame = 3, 5, 200
+    bpy.context.view_layer.objects.active = obj
+    bpy.context.scene.frame_set(4)
+    assert bpy.ops.terrain.bake() == {'FINISHED'}
+    assert b.baked and (b.baked_start, b.baked_end) == (3, 5)
+    assert "baked frame 5 (3/3)" in capsys.readouterr().out
+    folder = tmp_path / "terrain_cache" / "Dunes"
+    assert sorted(p.name for p in folder.glob("frame_*")) == [
+        "frame_000003.npz", "frame_000004.npz", "frame_000005.npz"]
+    with np.load(folder / "frame_000004.npz") as npz:  # the current frame is shown
+        assert np.array_equal(npz["z"], positions(obj.data)[:, 2])

@@ -102,6 +102,8 @@ def test_bad_inputs_are_user_errors(blender, tmp_path):
         te.export.export_maps(obj, tmp_path / "missing")
     with pytest.raises(RuntimeError, match="not an existing folder"):  # reported ERROR
         bpy.ops.terrain.export_maps(directory=str(tmp_path / "missing"))
+    with pytest.raises(te.simcore.errors.UserError, match="not saved yet"):
+        te.export.export_maps(obj, "//")  # an unsaved .blend has no folder
     assert bpy.ops.terrain.export_maps(directory=str(tmp_path)) == {'FINISHED'}
     assert (tmp_path / f"{obj.name}.json").is_file()
 

@@ -113,6 +113,7 @@ def test_lakes_mesh_and_shore_attributes(blender):
                     + ((c[..., None] - pts[:, 1]) * g.cell_x) ** 2).min(-1)
     assert np.allclose(dist, brute, rtol=1e-6)
     assert me.materials[0].name == te.water_data.WAVES
+    assert "te_shore_direction" in obj.data.attributes
     before = positions(obj.data).copy()
     bpy.context.scene.frame_set(10)
     assert np.array_equal(before, positions(obj.data)), "waves never move the terrain"
@@ -161,3 +162,21 @@ def test_wave_material_renders_and_moves_with_the_frame(blender, tmp_path, engin
     b = _render(engine, 13, tmp_path / "b.png")
     assert np.isfinite(a).all() and a[..., :3].max() > 0.05, "the water is visible"
     assert np.abs(a - b)[..., :3].mean() > 1e-3, "the waves moved between frames"
+
+
+def test_water_surface_object_gets_the_shore_attributes_too(blender, tmp_path):
+    obj = add_grid(bpy, n=20, size=4.0, name="Pond")
+    s = obj.terrain_erosion
+    s.droplets.enabled, s.hydrology.enabled, s.particles = False, True, 3000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    g = te.grid.detect_grid(obj.data)
+    pool = te.grid.read_float_layer(obj.data, "te_pool_depth", g)
+    if not (pool > 1e-6).any():  # make sure there is water to have a shore
+        pool[5:9, 5:9] = 0.1
+        te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    te.water_data.update_lakes(obj)
+    water = s.water_object
+    assert water is not None
+    d_terrain = te.grid.read_float_layer(obj.data, "te_shore_distance", g)
+    d_water = te.grid.read_float_layer(water.data, "te_shore_distance", g)
+    assert np.array_equal(d_terrain, d_water)
