@@ -2,6 +2,7 @@
 
 The simulation is the vendored ``simcore`` subpackage (numpy + numba); this package is
 the Blender layer: grid I/O, settings, operators, the Erosion tab in the sidebar.
+If numba cannot load (a zip for another platform), only a panel saying so is registered.
 """
 
 from __future__ import annotations
@@ -19,18 +20,47 @@ def _set_numba_cache() -> None:
             __package__, path="numba_cache", create=True)
 
 
+def _numba_problem() -> str:
+    """Why numba cannot be used here, or "" when it imports."""
+    try:
+        import numba  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - ImportError, OSError (llvmlite), numpy clash
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
 _set_numba_cache()
+CORE_PROBLEM = _numba_problem()
 
-from . import batch, operators, overlay, panels, presets_ui, properties  # noqa: E402
+if CORE_PROBLEM:
+    from . import core_missing
 
-_modules = (properties, presets_ui, operators, panels, overlay, batch)
+    _modules: tuple = ()
+else:
+    from . import (  # noqa: E402
+        batch,
+        operators,
+        overlay,
+        panels,
+        presets_ui,
+        properties,
+        warmup,
+    )
+
+    _modules = (properties, presets_ui, operators, panels, overlay, batch, warmup)
 
 
 def register() -> None:
+    if CORE_PROBLEM:
+        core_missing.register(CORE_PROBLEM)
+        return
     for module in _modules:
         module.register()
 
 
 def unregister() -> None:
+    if CORE_PROBLEM:
+        core_missing.unregister()
+        return
     for module in reversed(_modules):
         module.unregister()
