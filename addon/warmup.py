@@ -14,6 +14,7 @@ use), and nothing here touches bpy data: the thread only runs numpy/numba code.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -100,6 +101,12 @@ def steps() -> list[tuple[str, Callable[[], None]]]:
 
 def _work() -> None:
     start = time.perf_counter()
+    # Compiling makes a lot of long-lived objects, so Python's full (generation 2)
+    # collections come often and each holds the GIL for 0.4-0.8 s: the UI thread would
+    # stall. Young generations are still collected (<20 ms each); the full collections
+    # resume with the old thresholds afterwards.
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], 1_000_000_000)
     try:
         jobs = steps()
         _set(total=len(jobs))
@@ -110,6 +117,8 @@ def _work() -> None:
     except Exception as exc:  # noqa: BLE001 - shown in the panel; a run would say more
         _set(state=FAILED, error=f"{type(exc).__name__}: {exc}",
              seconds=time.perf_counter() - start)
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def start() -> bool:

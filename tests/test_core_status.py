@@ -46,8 +46,9 @@ def draw_main(context):
 """
 
 WARMUP = PRELUDE + r"""
-import time
+import gc, time
 import numba
+thresholds = gc.get_threshold()
 from blender_helpers import add_grid, staged_addon
 te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -75,6 +76,7 @@ status = te.warmup.wait()
 assert status.state == te.warmup.READY, status
 assert status.done == status.total > 6 and seen == sorted(seen), (status, seen)
 assert ticks > 10, 'the main thread kept running while the core was prepared'
+assert gc.get_threshold() == thresholds, 'full garbage collections are back on'
 assert ("operator", "terrain.erode") in draw_main(context)
 
 def compiled():
