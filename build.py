@@ -173,8 +173,9 @@ def _counts(junit: Path) -> dict[str, int]:
 
 
 def test(argv: list[str]) -> int:
-    """Lint and the simcore tests once (5.0 line); the add-on tests (marker ``blender``)
-    on every Blender line. Prints a matrix; fails if anything failed anywhere."""
+    """Lint (always) and the simcore tests once, in the 5.0 line; the add-on tests
+    (marker ``blender``) on every other line. Prints a matrix; fails if anything failed
+    anywhere. ``--lines`` without 5.0 skips the simcore tests."""
     lines, extra = _pick_lines(argv)
     started = time.perf_counter()
     setup_line(PRIMARY)
@@ -188,7 +189,7 @@ def test(argv: list[str]) -> int:
     results = ROOT / "build" / "test-results"
     results.mkdir(parents=True, exist_ok=True)
     rows, code = [], 0
-    for line in [PRIMARY] + [ln for ln in lines if ln is not PRIMARY]:
+    for line in sorted(lines, key=lambda ln: ln is not PRIMARY):
         everything = line is PRIMARY
         what = "all tests" if everything else "add-on tests (-m blender)"
         _say(f"pytest, Blender {line.name} ({line.venv.name}): {what}")
