@@ -42,12 +42,13 @@ else:
         operators,
         overlay,
         panels,
+        preferences,
         presets_ui,
         properties,
         warmup,
     )
 
-    _modules = (properties, presets_ui, operators, panels, overlay, batch, warmup)
+    _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch, warmup)
 
 
 def register() -> None:
