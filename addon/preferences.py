@@ -48,9 +48,13 @@ class TerrainErosionPreferences(bpy.types.AddonPreferences):
         import numba
         layout = self.layout
         layout.prop(self, "threads")
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # chosen at the first parallel run
+            layer = os.environ.get("NUMBA_THREADING_LAYER", "default")
         layout.label(text=f"Using {thread_count(self.threads)} of {_cpu_count()} CPU threads "
-                          f"(numba {numba.__version__}, threading layer "
-                          f"{os.environ.get('NUMBA_THREADING_LAYER', 'default')})")
+                          f"(numba {numba.__version__}, threading layer {layer}, "
+                          f"OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')})")
         text = warmup.status().text()
         if text:
             layout.label(text=text)

@@ -66,6 +66,7 @@ log = draw_main(context)
 bars = [text for kind, text in log if kind == "progress"]
 assert bars and bars[0].startswith("Preparing the simulation core"), log
 assert ("operator", "terrain.erode") not in log, 'Erode waits for the core'
+assert not bpy.ops.terrain.erode.poll(), 'no run on the main thread while compiling'
 seen, ticks, worst, last = [], 0, 0.0, time.perf_counter()
 while te.warmup.status().busy:
     seen.append(te.warmup.status().done)
