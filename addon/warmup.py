@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 IDLE, PREPARING, READY, FAILED = "idle", "preparing", "ready", "failed"
+THREAD_NAME = "terrain_erosion warm-up"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +109,11 @@ def _work() -> None:
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], thresholds[1], 1_000_000_000)
     try:
+        # a warm-up of an earlier load of this add-on (disabled and enabled again while
+        # compiling) may still run: never launch parallel kernels from two threads
+        for other in threading.enumerate():
+            if other.name == THREAD_NAME and other is not threading.current_thread():
+                other.join()
         jobs = steps()
         _set(total=len(jobs))
         for i, (label, job) in enumerate(jobs):
@@ -128,7 +134,7 @@ def start() -> bool:
         if _status.state != IDLE:
             return False
     _set(state=PREPARING, done=0, total=0, current="", error="")
-    _thread = threading.Thread(target=_work, name="terrain_erosion warm-up", daemon=True)
+    _thread = threading.Thread(target=_work, name=THREAD_NAME, daemon=True)
     _thread.start()
     return True
 

@@ -67,6 +67,7 @@ bars = [text for kind, text in log if kind == "progress"]
 assert bars and bars[0].startswith("Preparing the simulation core"), log
 assert ("operator", "terrain.erode") not in log, 'Erode waits for the core'
 assert not bpy.ops.terrain.erode.poll(), 'no run on the main thread while compiling'
+assert te.warmup._redraw() == 0.25, 'the sidebar is redrawn while preparing'
 seen, ticks, worst, last = [], 0, 0.0, time.perf_counter()
 while te.warmup.status().busy:
     seen.append(te.warmup.status().done)
@@ -79,6 +80,7 @@ assert status.done == status.total > 6 and seen == sorted(seen), (status, seen)
 assert ticks > 10, 'the main thread kept running while the core was prepared'
 assert gc.get_threshold() == thresholds, 'full garbage collections are back on'
 assert ("operator", "terrain.erode") in draw_main(context)
+assert te.warmup._redraw() is None, 'the redraw timer ends with the warm-up'
 
 def compiled():
     return {(d.__name__, str(sig)) for name, m in list(sys.modules.items())
