@@ -157,7 +157,7 @@ def reset() -> None:
 def _redraw() -> float | None:
     import bpy
     for window in getattr(bpy.context.window_manager, "windows", ()):
-        for area in window.screen.areas:
+        for area in window.screen.areas if window.screen else ():
             if area.type == 'VIEW_3D':
                 area.tag_redraw()
     return 0.25 if _status.busy else None
@@ -168,7 +168,7 @@ def register() -> None:
     if bpy.app.background:
         return
     if start():
-        bpy.app.timers.register(_redraw, first_interval=0.25)
+        bpy.app.timers.register(_redraw, first_interval=0.25, persistent=True)
 
 
 def unregister() -> None:
