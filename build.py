@@ -228,7 +228,7 @@ def demo(extra: list[str]) -> int:
 
 def package(extra: list[str]) -> int:
     setup_line(PRIMARY)
-    return _run([PRIMARY.py, ROOT / "tools" / "package.py", *extra])
+    return _run([PRIMARY.py, "-m", "tools.package", *extra])
 
 
 def main(argv: list[str]) -> int:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.package import dump_toml
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tools.package import dump_toml  # noqa: E402
 
 pytestmark = pytest.mark.blender
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -76,9 +76,8 @@ def test_manifest_writer_round_trips():
 
 def test_built_zip_installs_enables_and_erodes_with_trees(tmp_path):
     dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, str(ROOT / "tools" / "package.py"),
-                            "--platform", "linux-x64", "--output", str(dist)],
-                           capture_output=True, text=True)
+    build = subprocess.run([sys.executable, "-m", "tools.package", "--platform", "linux-x64",
+                            "--output", str(dist)], capture_output=True, text=True, cwd=ROOT)
     assert build.returncode == 0, build.stdout + build.stderr
     zips = list(dist.glob("terrain_erosion-*-linux_x64.zip"))
     assert len(zips) == 1

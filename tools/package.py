@@ -4,6 +4,7 @@ each platform needs for Python 3.11 (Blender 4.2-5.0) and 3.13 (Blender 5.1+), n
 ``blender_ext.py validate`` and ``build --split-platforms`` from the bpy wheel.
 
     python build.py package [--platform linux-x64] [--python 3.11] [--output dist]
+    (= python -m tools.package ... from the repository root)
 
 Blender installs only the wheels matching its platform and Python, so one zip per
 platform serves every Blender line.
@@ -20,11 +21,9 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if __package__ in (None, ""):  # run as a script: make `tools` importable
-    sys.path.insert(0, str(ROOT))
+from .stage import stage
 
-from tools.stage import stage  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PINS = ["numba==0.68.1", "llvmlite==0.50.0"]
 #: Blender platform -> pip platform tag. numba 0.68 publishes no macos-x64 or
