@@ -1,29 +1,62 @@
 #!/usr/bin/env python3
 """One entry point for the project; standard library only.
 
-    python build.py setup    make .venv (Python 3.11) with the pinned tools
-    python build.py test     lint + pytest (runs setup when needed)
+    python build.py setup    make .venv (Blender 5.0 line) and one venv per other Blender line
+    python build.py test     lint + simcore tests once + every add-on test on every Blender line
     python build.py bench    benchmark table, also written to bench-results.json
     python build.py demo     the main job: erode a terrain, write pictures under demo/
     python build.py package  extension zips with the numba/llvmlite wheels, under dist/
+
+`test` and `setup` take ``--lines 4.2,5.0`` to work on some Blender lines only (the
+default is all of them: a missing interpreter is an error, never a silent skip). Other
+arguments of `test` go to pytest.
 """
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import venv
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-VENV = ROOT / ".venv"
-REQUIREMENTS = ROOT / "requirements-dev.txt"
-STAMP = VENV / ".requirements.sha256"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PY = BIN / ("python.exe" if os.name == "nt" else "python")
+WINDOWS = os.name == "nt"
+
+
+@dataclass(frozen=True)
+class Line:
+    """One Blender release line we claim to support, tested with PyPI's bpy module."""
+
+    name: str           # Blender version, e.g. "4.2"
+    venv: Path
+    requirements: Path
+    python: str         # the Python that this Blender (and its bpy wheel) is built for
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / ("Scripts" if WINDOWS else "bin")
+
+    @property
+    def py(self) -> Path:
+        return self.bin / ("python.exe" if WINDOWS else "python")
+
+
+#: The 5.0 line is the primary one: lint, simcore tests, demo, bench and package run in it.
+PRIMARY = Line("5.0", ROOT / ".venv", ROOT / "requirements-dev.txt", "3.11")
+LINES = (
+    Line("4.2", ROOT / ".venv-bpy42", ROOT / "requirements-bpy42.txt", "3.11"),
+    Line("4.5", ROOT / ".venv-bpy45", ROOT / "requirements-bpy45.txt", "3.11"),
+    PRIMARY,
+    Line("5.2", ROOT / ".venv-bpy52", ROOT / "requirements-bpy52.txt", "3.13"),
+)
+# kept for tools that import them
+VENV, BIN, PY = PRIMARY.venv, PRIMARY.bin, PRIMARY.py
 
 
 def _say(msg: str) -> None:
@@ -34,69 +67,172 @@ def _run(cmd: list[str | Path], **kw) -> int:
     return subprocess.call([str(c) for c in cmd], cwd=ROOT, **kw)
 
 
-def _find_python311() -> str:
-    if sys.version_info[:2] == (3, 11):
-        return sys.executable
-    for name in ("python3.11", "py -3.11"):
-        found = shutil.which(name.split()[0])
-        if found:
-            return found
-    sys.exit("error: Python 3.11 is needed (bpy 5.0.1 wheels are built for 3.11 only); "
-             "install it and run this script with it")
+def _candidates(version: str) -> list[list[str]]:
+    """Commands that may run Python ``version``, most specific first."""
+    found = []
+    env = os.environ.get("TE_PYTHON" + version.replace(".", ""))
+    if env:
+        found.append([env])
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
+        found.append([sys.executable])
+    pyenv_root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    exe = "python.exe" if WINDOWS else "bin/python" + version
+    found += [[p] for p in sorted(glob.glob(os.path.join(pyenv_root, "versions",
+                                                         version + ".*", exe)), reverse=True)]
+    found += [[p] for p in (shutil.which("python" + version), shutil.which("python3")) if p]
+    if WINDOWS and shutil.which("py"):
+        found.append(["py", "-" + version])
+    return found
 
 
-def setup() -> None:
-    """Create .venv and install requirements-dev.txt; quick when nothing changed."""
-    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
-    if PY.exists() and STAMP.exists() and STAMP.read_text().strip() == digest:
+def _version_of(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run([*cmd, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def find_python(version: str, why: str) -> list[str]:
+    """A command running Python ``version`` (checked by running it), or exit saying how
+    to get one."""
+    for cmd in _candidates(version):
+        if _version_of(cmd) == version:
+            return cmd
+    key = "TE_PYTHON" + version.replace(".", "")
+    others = ",".join(ln.name for ln in LINES if ln.python != version)
+    sys.exit(f"error: Python {version} is needed ({why}) and none was found.\n"
+             f"  Looked at ${key}, pyenv ($PYENV_ROOT/versions/{version}.*) and python{version} "
+             f"on PATH{' and py -' + version if WINDOWS else ''}.\n"
+             f"  Get one with `pyenv install {version}`, your system's packages "
+             f"(e.g. apt install python{version}-venv) or python.org, or point {key} at it.\n"
+             f"  To test the other lines meanwhile: python build.py test --lines {others}")
+
+
+def setup_line(line: Line) -> None:
+    """Create the line's venv and install its requirements; quick when nothing changed."""
+    stamp = line.venv / ".requirements.sha256"
+    digest = hashlib.sha256(line.requirements.read_bytes()).hexdigest()
+    if line.py.exists() and stamp.exists() and stamp.read_text().strip() == digest:
         return
-    if not PY.exists():
-        py = _find_python311()
-        _say(f"creating {VENV.name} with {py}")
-        if py == sys.executable:
-            venv.EnvBuilder(with_pip=True, clear=True).create(VENV)
-        elif _run([py, "-m", "venv", "--clear", VENV]) != 0:
-            sys.exit("error: could not create the virtual environment")
-    _say("installing pinned packages (bpy is ~1 GB on a fresh machine; cached later)")
-    if _run([PY, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-             "-r", REQUIREMENTS]) != 0:
-        sys.exit("error: pip install failed; see the messages above")
-    STAMP.write_text(digest + "\n")
-    _say("environment ready")
+    if not line.py.exists() or _version_of([str(line.py)]) != line.python:
+        py = find_python(line.python, f"bpy for Blender {line.name} is built for Python "
+                                      f"{line.python} only")
+        _say(f"creating {line.venv.name} (Blender {line.name}) with {' '.join(py)}")
+        if _run([*py, "-m", "venv", "--clear", line.venv]) != 0:
+            sys.exit(f"error: could not create {line.venv.name}")
+    _say(f"installing {line.requirements.name} into {line.venv.name} "
+         "(bpy is ~300 MB to download once; pip's cache keeps it)")
+    if _run([line.py, "-m", "pip", "install", "--disable-pip-version-check", "-q",
+             "-r", line.requirements]) != 0:
+        sys.exit(f"error: pip install into {line.venv.name} failed; see the messages above")
+    stamp.write_text(digest + "\n")
+    _say(f"{line.venv.name} ready")
 
 
-def test(extra: list[str]) -> int:
-    setup()
+def _pick_lines(argv: list[str]) -> tuple[list[Line], list[str]]:
+    """Split ``--lines a,b`` off argv."""
+    rest, names = [], None
+    it = iter(argv)
+    for arg in it:
+        if arg == "--lines":
+            names = next(it, "")
+        elif arg.startswith("--lines="):
+            names = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    if names is None:
+        return list(LINES), rest
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if n not in {ln.name for ln in LINES}]
+    if unknown:
+        sys.exit(f"error: unknown Blender line(s) {', '.join(unknown)}; known: "
+                 f"{', '.join(ln.name for ln in LINES)}")
+    return [ln for ln in LINES if ln.name in wanted], rest
+
+
+def setup(argv: list[str] | None = None) -> int:
+    lines, _ = _pick_lines(argv or [])
+    for line in lines:
+        setup_line(line)
+    return 0
+
+
+def _counts(junit: Path) -> dict[str, int]:
+    c = {"passed": 0, "failed": 0, "skipped": 0}
+    if not junit.exists():
+        return c
+    for suite in ET.parse(junit).getroot().iter("testsuite"):
+        tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        c["failed"] += failed
+        c["skipped"] += skipped
+        c["passed"] += tests - failed - skipped
+    return c
+
+
+def test(argv: list[str]) -> int:
+    """Lint (always) and the simcore tests once, in the 5.0 line; the add-on tests
+    (marker ``blender``) on every other line. Prints a matrix; fails if anything failed
+    anywhere. ``--lines`` without 5.0 skips the simcore tests."""
+    lines, extra = _pick_lines(argv)
+    started = time.perf_counter()
+    setup_line(PRIMARY)
+    for line in lines:
+        setup_line(line)
     _say("ruff check")
-    if _run([BIN / "ruff", "check", "simcore", "addon", "tests", "benchmarks",
-             "build.py"]) != 0:
+    if _run([PRIMARY.bin / "ruff", "check", "simcore", "addon", "tests", "benchmarks",
+             "build.py", "tools"]) != 0:
         _say("lint failed")
         return 1
-    _say("pytest")
-    code = _run([PY, "-m", "pytest", "tests", *extra])
-    if code == 5:
-        _say("pytest collected no tests: that is a failure")
-        return 1
+    results = ROOT / "build" / "test-results"
+    results.mkdir(parents=True, exist_ok=True)
+    rows, code = [], 0
+    for line in sorted(lines, key=lambda ln: ln is not PRIMARY):
+        everything = line is PRIMARY
+        what = "all tests" if everything else "add-on tests (-m blender)"
+        _say(f"pytest, Blender {line.name} ({line.venv.name}): {what}")
+        junit = results / f"bpy{line.name.replace('.', '')}.xml"
+        junit.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        rc = _run([line.py, "-m", "pytest", "tests", "-p", "no:cacheprovider",
+                   f"--junitxml={junit}", *([] if everything else ["-m", "blender"]), *extra])
+        if rc == 5:
+            _say("pytest collected no tests: that is a failure")
+        counts = _counts(junit)
+        rows.append((line, what, counts, rc, time.perf_counter() - t0))
+        code = code or (1 if rc == 5 else rc)
+    _say("matrix")
+    print(f"  {'Blender':8} {'venv':12} {'tests':26} {'passed':>6} {'failed':>6} "
+          f"{'skipped':>7} {'time':>7}")
+    for line, what, c, rc, secs in rows:
+        print(f"  {line.name:8} {line.venv.name:12} {what:26} {c['passed']:6d} {c['failed']:6d} "
+              f"{c['skipped']:7d} {secs:6.0f}s{'' if rc == 0 else '  FAILED'}")
+    total = {k: sum(r[2][k] for r in rows) for k in ("passed", "failed", "skipped")}
+    print(f"  {len(rows)} Blender lines in {time.perf_counter() - started:.0f} s")
+    print(f"matrix: {total['passed']} passed, {total['failed']} failed, "
+          f"{total['skipped']} skipped", flush=True)
     return code
 
 
 def bench(extra: list[str]) -> int:
-    setup()
-    return _run([PY, ROOT / "benchmarks" / "bench.py", *extra])
+    setup_line(PRIMARY)
+    return _run([PRIMARY.py, ROOT / "benchmarks" / "bench.py", *extra])
 
 
 def demo(extra: list[str]) -> int:
-    setup()
-    return _run([PY, ROOT / "tools" / "demo.py", *extra])
+    setup_line(PRIMARY)
+    return _run([PRIMARY.py, ROOT / "tools" / "demo.py", *extra])
 
 
 def package(extra: list[str]) -> int:
-    setup()
-    return _run([PY, ROOT / "tools" / "package.py", *extra])
+    setup_line(PRIMARY)
+    return _run([PRIMARY.py, "-m", "tools.package", *extra])
 
 
 def main(argv: list[str]) -> int:
-    commands = {"setup": lambda a: setup() or 0, "test": test, "bench": bench, "demo": demo,
+    commands = {"setup": setup, "test": test, "bench": bench, "demo": demo,
                 "package": package}
     if not argv or argv[0] not in commands:
         print(__doc__)

@@ -2,6 +2,7 @@
 
 The simulation is the vendored ``simcore`` subpackage (numpy + numba); this package is
 the Blender layer: grid I/O, settings, operators, the Erosion tab in the sidebar.
+If numba cannot load (a zip for another platform), only a panel saying so is registered.
 """
 
 from __future__ import annotations
@@ -19,29 +20,61 @@ def _set_numba_cache() -> None:
             __package__, path="numba_cache", create=True)
 
 
+def _set_thread_waiting() -> None:
+    """Where numba uses OpenMP (Linux with libgomp, Windows), idle worker threads spin
+    by default: with another program busy on a core, 2 threads ran 5-10x slower than 1
+    (benchmarks/bench_threads.py). Passive waiting avoids that; set before numba loads
+    its OpenMP pool, and only when the user has not chosen."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def _numba_problem() -> str:
+    """Why numba cannot be used here, or "" when it imports."""
+    try:
+        import numba  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - ImportError, OSError (llvmlite), numpy clash
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
 _set_numba_cache()
+_set_thread_waiting()
+CORE_PROBLEM = _numba_problem()
 
-# issue 14 added bake, export, water_data (animation bake, map export, water as data)
-from . import (  # noqa: E402
-    bake,
-    batch,
-    export,
-    operators,
-    overlay,
-    panels,
-    presets_ui,
-    properties,
-    water_data,
-)
+if CORE_PROBLEM:
+    from . import core_missing
 
-_modules = (properties, presets_ui, operators, panels, overlay, batch, export, water_data, bake)
+    _modules: tuple = ()
+else:
+    from . import (  # noqa: E402
+        bake,
+        batch,
+        export,
+        operators,
+        overlay,
+        panels,
+        preferences,
+        presets_ui,
+        properties,
+        warmup,
+        water_data,
+    )
+
+    _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
+                export, water_data, bake, warmup)
 
 
 def register() -> None:
+    if CORE_PROBLEM:
+        core_missing.register(CORE_PROBLEM)
+        return
     for module in _modules:
         module.register()
 
 
 def unregister() -> None:
+    if CORE_PROBLEM:
+        core_missing.unregister()
+        return
     for module in reversed(_modules):
         module.unregister()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from .compat import new_node_material, set_modifier_input
 from .grid import Grid, read_positions
 from .simcore.layers import sample_bilinear, water_surface
 
@@ -56,7 +57,7 @@ def default_tree() -> bpy.types.Object:
     me = bpy.data.meshes.new(DEFAULT_TREE)
     me.from_pydata(verts, [], faces)
     me.update()
-    mat = bpy.data.materials.new("TE Tree")
+    mat = new_node_material("TE Tree")
     mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (
         0.05, 0.18, 0.04, 1)
     me.materials.append(mat)
@@ -143,10 +144,10 @@ def update_trees(terrain: bpy.types.Object, grid: Grid, trees: np.ndarray,
         mod.node_group = _tree_node_group()
     ids = {item.name: item.identifier for item in mod.node_group.interface.items_tree
            if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
-    mod[ids["Tree"]] = s.tree_object or default_tree()
-    mod[ids["Trees Collection"]] = s.tree_collection
-    mod[ids["Use Collection"]] = s.tree_collection is not None
-    mod[ids["Scale"]] = s.tree_scale if s.tree_scale > 0 else 4.0 * cell
+    set_modifier_input(mod, ids["Tree"], s.tree_object or default_tree())
+    set_modifier_input(mod, ids["Trees Collection"], s.tree_collection)
+    set_modifier_input(mod, ids["Use Collection"], s.tree_collection is not None)
+    set_modifier_input(mod, ids["Scale"], s.tree_scale if s.tree_scale > 0 else 4.0 * cell)
     obj.update_tag()
     return obj
 
@@ -176,7 +177,7 @@ def _water_material() -> bpy.types.Material:
     """Clear blue water where the 'te_wet' attribute is 1, fully transparent where dry."""
     mat = bpy.data.materials.get(WATER_MATERIAL)
     if mat is None:
-        mat = bpy.data.materials.new(WATER_MATERIAL)
+        mat = new_node_material(WATER_MATERIAL)
         nodes, links = mat.node_tree.nodes, mat.node_tree.links
         bsdf = nodes["Principled BSDF"]
         bsdf.inputs["Base Color"].default_value = (0.02, 0.09, 0.14, 1)

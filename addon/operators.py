@@ -41,6 +41,10 @@ class _TerrainOperator:
             cls.poll_message_set("An erosion run is going on: press Esc to cancel it or "
                                  "Stop to keep its result")
             return False
+        from . import warmup  # the core is compiled on another thread: wait for it
+        if warmup.status().busy:
+            cls.poll_message_set(warmup.status().text())
+            return False
         return True
 
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import bpy
 
+from . import warmup
 from .grid import grid_status
 from .overlay import compass
 from .simcore.simulation import PROCESSES
@@ -54,7 +55,13 @@ class TERRAIN_PT_main(bpy.types.Panel):
             row = layout.row(align=True)
             row.operator("terrain.stop", icon='PAUSE')
             layout.label(text="Esc cancels and restores the mesh", icon='INFO')
+        elif warmup.status().busy:
+            core = warmup.status()
+            layout.progress(factor=core.fraction, type='BAR', text=core.text())
+            layout.label(text="Erode is offered as soon as it is ready", icon='INFO')
         else:
+            if warmup.status().state == warmup.FAILED:
+                _wrap(layout, warmup.status().text(), icon='ERROR')
             row = layout.row(align=True)
             row.scale_y = 1.4
             row.operator("terrain.erode", icon='PLAY')

@@ -46,10 +46,10 @@ def _best(fn, repeat: int = 3) -> float:
 
 
 def run(quick: bool) -> list[dict]:
-    from tools.stage import stage
-    sys.path.insert(0, str(stage().parent))
     import bpy
-    import terrain_erosion as te
+
+    from tools.stage import import_staged
+    te = import_staged()
     from terrain_erosion.simcore.noise import fractal_terrain
     from terrain_erosion.simcore.presets import find_preset
 

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def staged_addon():
-    """Stage the extension package (addon + simcore + presets) and import it."""
-    sys.path.insert(0, str(ROOT))
-    from tools.stage import stage
-    pkg = stage()
-    if str(pkg.parent) not in sys.path:
-        sys.path.insert(0, str(pkg.parent))
-    import terrain_erosion
-    return terrain_erosion
+    """Stage the extension package (addon + simcore + presets) and import it as
+    ``terrain_erosion`` (tools/stage.py, loaded by path: no sys.path edits)."""
+    spec = importlib.util.spec_from_file_location("_te_stage", ROOT / "tools" / "stage.py")
+    stage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stage)
+    return stage.import_staged()
 
 
 def positions(me) -> np.ndarray:

@@ -19,6 +19,20 @@ settings.register_profile("project", deadline=None, max_examples=40,
 settings.load_profile("project")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "blender: runs in real Blender (the bpy module); `python build.py test` "
+        "runs these on every Blender line (-m blender)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests in a module that imports bpy are add-on tests, marked ``blender``."""
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and "bpy" in vars(module):
+            item.add_marker(pytest.mark.blender)
+
+
 @pytest.fixture
 def hills():
     """A 64x64 fractal terrain (cell units, relief 16)."""

@@ -1,29 +1,40 @@
 """Build installable extension zips: stage the package, add the numba and llvmlite wheels
-each platform needs (never numpy: Blender's own is used), then run Blender's own
-``blender_ext.py build --split-platforms`` from the bpy wheel and validate.
+each platform needs for Python 3.11 (Blender 4.2-5.0) and 3.13 (Blender 5.1+), never numpy
+(Blender's own is used), write the manifest, then run Blender's own
+``blender_ext.py validate`` and ``build --split-platforms`` from the bpy wheel.
 
-    python build.py package [--platform linux-x64] [--python 3.11]
+    python build.py package [--platform linux-x64] [--python 3.11] [--output dist]
+    (= python -m tools.package ... from the repository root)
+
+Blender installs only the wheels matching its platform and Python, so one zip per
+platform serves every Blender line.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
+import tempfile
+import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from .stage import stage
 
-from tools.stage import stage  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PINS = ["numba==0.68.1", "llvmlite==0.50.0"]
-PLATFORMS = {  # Blender platform -> pip platform tag (numba has no macos-x64/windows-arm64)
+#: Blender platform -> pip platform tag. numba 0.68 publishes no macos-x64 or
+#: windows-arm64 wheels, so the extension does not claim those platforms.
+PLATFORMS = {
     "linux-x64": "manylinux_2_28_x86_64",
+    "linux-arm64": "manylinux_2_28_aarch64",
     "windows-x64": "win_amd64",
     "macos-arm64": "macosx_12_0_arm64",
 }
+PYTHONS = ["3.11", "3.13"]  # 3.11: Blender 4.2-5.0; 3.13: Blender 5.1 and later
 
 
 def blender_scripts() -> Path:
@@ -33,39 +44,85 @@ def blender_scripts() -> Path:
     return Path(out.stdout.strip().splitlines()[-1])
 
 
-def download_wheels(dest: Path, platforms: list[str], pythons: list[str]) -> list[Path]:
-    dest.mkdir(parents=True, exist_ok=True)
-    for plat in platforms:
-        for py in pythons:
-            cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                   "--only-binary=:all:", "--python-version", py, "--platform",
-                   PLATFORMS[plat], "-d", str(dest), *PINS]
-            if subprocess.call(cmd) != 0:
-                raise SystemExit(f"error: could not download wheels for {plat}, Python {py}")
-    tags = {PLATFORMS[p].split("_", 2)[-1] if p != "windows-x64" else "win_amd64"
-            for p in platforms}
-    cps = {"cp" + py.replace(".", "") for py in pythons}
-    return sorted(w for w in dest.glob("*.whl")
-                  if any(t in w.name for t in tags) and any(f"-{c}-" in w.name for c in cps))
+def download_wheels(cache: Path, platform: str, python: str) -> list[Path]:
+    """numba + llvmlite wheels for one platform and Python (kept under ``cache``)."""
+    dest = cache / f"{platform}-cp{python.replace('.', '')}"
+    wheels = sorted(dest.glob("*.whl"))
+    if len(wheels) == len(PINS):
+        return wheels
+    shutil.rmtree(dest, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
+           "--no-deps", "--only-binary=:all:", "--python-version", python, "--platform",
+           PLATFORMS[platform], "-d", str(dest), *PINS]
+    if subprocess.call(cmd) != 0:
+        raise SystemExit(f"error: could not download {' '.join(PINS)} for {platform}, "
+                         f"Python {python}")
+    wheels = sorted(dest.glob("*.whl"))
+    assert len(wheels) == len(PINS), wheels
+    return wheels
+
+
+def _toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a valid TOML basic string
+    if isinstance(value, list):
+        if len(value) <= 3:
+            return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+        return "[\n" + "".join(f"  {_toml_value(v)},\n" for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+
+
+def dump_toml(data: dict, _prefix: str = "") -> str:
+    """TOML text for nested dicts of strings, numbers, booleans and lists of those
+    (enough for a Blender manifest); tables come after the plain keys."""
+    lines, tables = [], []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            tables.append((key, value))
+        else:
+            lines.append(f"{key} = {_toml_value(value)}")
+    out = "\n".join(lines) + ("\n" if lines else "")
+    for key, value in tables:
+        name = f"{_prefix}{key}"
+        out += f"\n[{name}]\n" + dump_toml(value, name + ".")
+    return out
+
+
+def write_manifest(source: Path, target: Path, platforms: list[str], wheels: list[str]) -> None:
+    """The repo's manifest with the platforms built and the wheels bundled."""
+    manifest = tomllib.loads(source.read_text(encoding="utf-8"))
+    manifest["platforms"] = list(platforms)
+    manifest["wheels"] = [f"./wheels/{w}" for w in wheels]
+    text = ("# Generated by tools/package.py from blender_manifest.toml\n"
+            + dump_toml(manifest))
+    assert tomllib.loads(text) == manifest
+    target.write_text(text, encoding="utf-8")
 
 
 def build(platforms: list[str], pythons: list[str], out_dir: Path) -> list[Path]:
-    pkg = stage(ROOT / "build" / "package")
+    with tempfile.TemporaryDirectory(prefix="te-package-") as tmp:
+        return _build(Path(tmp), platforms, pythons, out_dir)
+
+
+def _build(tmp: Path, platforms: list[str], pythons: list[str], out_dir: Path) -> list[Path]:
+    pkg = stage(tmp)
     shutil.rmtree(pkg / "wheels", ignore_errors=True)
-    shutil.rmtree(pkg / "__pycache__", ignore_errors=True)
-    for cache in pkg.rglob("__pycache__"):
+    for cache in list(pkg.rglob("__pycache__")):
         shutil.rmtree(cache)
-    wheels = download_wheels(ROOT / "build" / "wheels", platforms, pythons)
     (pkg / "wheels").mkdir()
-    for w in wheels:
-        shutil.copy2(w, pkg / "wheels" / w.name)
-    manifest = (pkg / "blender_manifest.toml").read_text()
-    listed = ",\n".join(f'  "./wheels/{w.name}"' for w in wheels)
-    manifest = manifest.replace(
-        'platforms = ["windows-x64", "linux-x64", "macos-arm64"]',
-        "platforms = [" + ", ".join(f'"{p}"' for p in platforms) + "]\n\nwheels = [\n"
-        + listed + ",\n]")
-    (pkg / "blender_manifest.toml").write_text(manifest)
+    names = []
+    for plat in platforms:
+        for py in pythons:
+            for w in download_wheels(ROOT / "build" / "wheels", plat, py):
+                if w.name not in names:
+                    shutil.copy2(w, pkg / "wheels" / w.name)
+                    names.append(w.name)
+    write_manifest(ROOT / "blender_manifest.toml", pkg / "blender_manifest.toml",
+                   platforms, sorted(names))
     scripts = blender_scripts()
     tool = scripts / "addons_core" / "bl_pkg" / "cli" / "blender_ext.py"
     tags = scripts / "modules" / "_bpy_internal" / "extensions" / "tags.py"
@@ -85,13 +142,12 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--platform", action="append", choices=sorted(PLATFORMS),
                     help="only this platform (repeatable; default: all)")
-    ap.add_argument("--python", action="append", choices=["3.11", "3.13"],
+    ap.add_argument("--python", action="append", choices=PYTHONS,
                     help="Python of the target Blender: 3.11 = 4.2-5.0, 3.13 = 5.1+ "
                          "(default: both)")
     ap.add_argument("--output", default=str(ROOT / "dist"))
     args = ap.parse_args(argv)
-    zips = build(args.platform or list(PLATFORMS), args.python or ["3.11", "3.13"],
-                 Path(args.output))
+    zips = build(args.platform or list(PLATFORMS), args.python or PYTHONS, Path(args.output))
     for z in zips:
         print(f"built {z} ({z.stat().st_size / 1e6:.1f} MB)")
     return 0

@@ -8,8 +8,11 @@ numba cache inside the staged folder stays valid between runs.
 from __future__ import annotations
 
 import filecmp
+import importlib.util
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "terrain_erosion"
@@ -51,6 +54,24 @@ def stage(dest_parent: Path | None = None) -> Path:
     _sync(tmp, pkg)
     shutil.rmtree(tmp)
     return pkg
+
+
+def import_staged(dest_parent: Path | None = None) -> ModuleType:
+    """Stage the package and import it as ``terrain_erosion`` (once per process), from its
+    folder, without adding anything to ``sys.path``."""
+    if PACKAGE in sys.modules:
+        return sys.modules[PACKAGE]
+    pkg = stage(dest_parent)
+    spec = importlib.util.spec_from_file_location(
+        PACKAGE, pkg / "__init__.py", submodule_search_locations=[str(pkg)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[PACKAGE]
+        raise
+    return module
 
 
 if __name__ == "__main__":

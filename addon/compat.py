@@ -1,0 +1,45 @@
+"""The one place where Blender versions differ (4.2 LTS to the newest 5.x).
+
+Everything else in the add-on calls these helpers instead of checking
+``bpy.app.version`` itself. Each helper says which versions need what.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+
+def new_node_material(name: str) -> bpy.types.Material:
+    """A new material with its default node tree (Principled BSDF + Material Output).
+
+    Blender 5.0+ gives every new material a node tree; 4.2-4.5 create it only when
+    ``use_nodes`` is switched on (deprecated from 5.0, so only touched when needed).
+    """
+    mat = bpy.data.materials.new(name)
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    return mat
+
+
+def set_modifier_input(mod: bpy.types.NodesModifier, identifier: str, value) -> None:
+    """Set the Geometry Nodes modifier input ``identifier`` (e.g. "Socket_1").
+
+    Up to 5.0 the inputs are ID properties on the modifier (``mod["Socket_1"]``); 5.2
+    removed that (TypeError "id properties not supported for this type") in favour of
+    ``mod.properties.inputs.Socket_1.value``. Tags the object for re-evaluation (an ID
+    property write alone does not).
+    """
+    inputs = getattr(getattr(mod, "properties", None), "inputs", None)
+    if inputs is not None and hasattr(inputs, identifier):
+        getattr(inputs, identifier).value = value
+    else:
+        mod[identifier] = value
+    mod.id_data.update_tag()
+
+
+def modifier_input(mod: bpy.types.NodesModifier, identifier: str):
+    """Read back what :func:`set_modifier_input` set."""
+    inputs = getattr(getattr(mod, "properties", None), "inputs", None)
+    if inputs is not None and hasattr(inputs, identifier):
+        return getattr(inputs, identifier).value
+    return mod[identifier]

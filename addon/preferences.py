@@ -1,0 +1,83 @@
+"""Add-on preferences: a cap on the simulation's threads (for a busy machine: a render
+or a browser on the other cores), and what the simulation core runs on."""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+
+from . import warmup
+
+ADDON = __package__ or "terrain_erosion"
+
+
+def _cpu_count() -> int:
+    return os.cpu_count() or 1
+
+
+def thread_count(cap: int) -> int:
+    """Threads for a cap (0 = every thread numba was started with)."""
+    import numba
+    most = int(numba.config.NUMBA_NUM_THREADS)
+    return most if cap <= 0 else max(1, min(cap, most))
+
+
+def apply_thread_cap(cap: int) -> int:
+    """Use at most ``cap`` threads for runs started from this (the main) thread."""
+    import numba
+    n = thread_count(cap)
+    numba.set_num_threads(n)
+    return n
+
+
+def _update(self, context) -> None:
+    apply_thread_cap(self.threads)
+
+
+class TerrainErosionPreferences(bpy.types.AddonPreferences):
+    bl_idname = ADDON
+
+    threads: bpy.props.IntProperty(
+        name="Threads", default=0, min=0, max=256,
+        description="Most CPU threads a simulation uses; 0 = all. Fewer keeps Blender "
+                    "smooth while other programs (a render, a browser) are busy",
+        update=_update)
+
+    def draw(self, context):
+        import numba
+        layout = self.layout
+        layout.prop(self, "threads")
+        try:
+            layer = numba.threading_layer()
+        except ValueError:  # chosen at the first parallel run
+            layer = os.environ.get("NUMBA_THREADING_LAYER", "default")
+        layout.label(text=f"Using {thread_count(self.threads)} of {_cpu_count()} CPU threads "
+                          f"(numba {numba.__version__}, threading layer {layer}, "
+                          f"OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')})")
+        text = warmup.status().text()
+        if text:
+            layout.label(text=text)
+
+
+def preferences() -> TerrainErosionPreferences | None:
+    """The stored preferences, or None when the add-on is not enabled through Blender's
+    preferences (e.g. imported by a test)."""
+    addon = bpy.context.preferences.addons.get(ADDON)
+    return None if addon is None else addon.preferences
+
+
+classes = (TerrainErosionPreferences,)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+    prefs = preferences()
+    if prefs is not None and prefs.threads > 0:  # 0: leave numba's default alone
+        apply_thread_cap(prefs.threads)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)

@@ -1,0 +1,101 @@
+"""Threads on a busy machine: droplet erosion (the parallel process of the default
+preset) with 1 and 2 threads, on an idle machine and with one core kept busy by a
+spinning process, for each numba threading layer available (workqueue is the one every
+Blender has; omp needs an OpenMP runtime: libgomp on Linux, vcomp on Windows, none on
+macOS), plus OMP_WAIT_POLICY=passive for omp.
+
+Each configuration runs in a fresh process (the layer is chosen at numba import) with a
+warm numba cache; rows give seconds (best of 3) and ``ratio`` = 2-thread / 1-thread time
+in the same condition, and ``same`` = the 2-thread result is bit-identical to 1 thread.
+The busy-core target of issue 12 is ratio <= 1.3; idle, ratio <= 0.6 (>= 1.7x speed-up).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r"""
+import hashlib, json, sys, time
+sys.path.insert(0, sys.argv[1])
+import numba
+from simcore.noise import fractal_terrain
+from simcore.simulation import Simulation, process_params
+from simcore.terrain import Terrain
+n, particles = int(sys.argv[2]), int(sys.argv[3])
+heights = fractal_terrain(n, seed=3, relief=n / 8)
+def once(threads):
+    numba.set_num_threads(threads)
+    t = Terrain.from_heights(heights.copy(), 1.0)
+    sim = Simulation(t, {"droplets": process_params("droplets")}, seed=7, particles=particles)
+    t0 = time.perf_counter()
+    sim.run()
+    return time.perf_counter() - t0, hashlib.sha1(t.height().tobytes()).hexdigest()
+once(1); once(2)  # compile or load from the cache
+out = {}
+for threads in (1, 2):
+    runs = [once(threads) for _ in range(3)]
+    out[threads] = (min(r[0] for r in runs), runs[0][1])
+print("RESULT " + json.dumps({"layer": numba.threading_layer(), "t1": out[1][0],
+                              "t2": out[2][0], "same": out[1][1] == out[2][1]}))
+"""
+
+
+def _available_layers() -> list[str]:
+    layers = ["workqueue"]
+    probe = ("import numba, numpy as np\n@numba.njit(parallel=True)\ndef f(a):\n"
+             "    for i in numba.prange(a.size): a[i] += 1\nf(np.zeros(10))\n"
+             "print(numba.threading_layer())")
+    for layer in ("omp", "tbb"):
+        env = {**os.environ, "NUMBA_THREADING_LAYER": layer}
+        run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                             text=True)
+        if run.returncode == 0 and run.stdout.strip() == layer:
+            layers.append(layer)
+    return layers
+
+
+def _case(layer: str, extra_env: dict, n: int, particles: int) -> dict:
+    env = {**os.environ, "NUMBA_THREADING_LAYER": layer, **extra_env}
+    run = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT), str(n), str(particles)],
+                         env=env, capture_output=True, text=True)
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not line:
+        raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])
+    return json.loads(line[0][7:])
+
+
+def run(quick: bool) -> list[dict]:
+    n, particles = (256, 100_000) if quick else (512, 400_000)
+    configs = []
+    for layer in _available_layers():
+        configs.append((layer, {}))
+        if layer == "omp":
+            configs.append((layer, {"OMP_WAIT_POLICY": "passive"}))
+    rows = []
+    for busy in (False, True):
+        spinner = None
+        if busy:
+            spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            for layer, extra in configs:
+                r = _case(layer, extra, n, particles)
+                label = layer + "".join(f" {k}={v}" for k, v in extra.items())
+                rows.append({"name": f"{label}, {'one core busy' if busy else 'idle'}",
+                             "grid": n, "particles": particles, "t1_s": r["t1"],
+                             "t2_s": r["t2"], "ratio": r["t2"] / r["t1"], "same": r["same"]})
+        finally:
+            if spinner is not None:
+                spinner.kill()
+                spinner.wait()
+    return rows
+
+
+if __name__ == "__main__":
+    for row in run("--quick" in sys.argv):
+        print(row)

@@ -1,0 +1,61 @@
+"""Add-on preferences in real Blender: the thread cap limits numba's threads for runs
+from the main thread, and a run gives the same mesh at any thread count."""
+
+from __future__ import annotations
+
+import types
+
+import bpy
+import numba
+import numpy as np
+import pytest
+from blender_helpers import add_grid, positions, staged_addon
+
+te = staged_addon()
+
+
+@pytest.fixture
+def blender():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    try:
+        yield bpy
+    finally:
+        te.preferences.apply_thread_cap(0)
+        te.unregister()
+
+
+def _erode(seed_name: str) -> np.ndarray:
+    obj = add_grid(bpy, n=40, name=seed_name, seed=3)
+    obj.terrain_erosion.apply_preset(te.simcore.presets.find_preset("default"))
+    obj.terrain_erosion.particles = 6000
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    return positions(obj.data)
+
+
+def test_thread_cap_limits_threads_and_keeps_results_identical(blender):
+    most = numba.config.NUMBA_NUM_THREADS
+    assert te.preferences.thread_count(0) == most
+    assert te.preferences.thread_count(10_000) == most
+    assert te.preferences.apply_thread_cap(1) == 1 and numba.get_num_threads() == 1
+    capped = _erode("A")
+    assert te.preferences.apply_thread_cap(0) == most and numba.get_num_threads() == most
+    free = _erode("B")
+    assert np.array_equal(capped, free), "same seed, same mesh, whatever the thread count"
+
+
+def test_preferences_draw_the_cap_and_the_threads_in_use(blender):
+    log = []
+
+    class Layout:
+        def prop(self, data, name, **kw):
+            log.append(("prop", name))
+
+        def label(self, text="", **kw):
+            log.append(("label", text))
+
+    te.preferences.TerrainErosionPreferences.draw(
+        types.SimpleNamespace(layout=Layout(), threads=1), bpy.context)
+    assert ("prop", "threads") in log
+    assert any(kind == "label" and text.startswith("Using 1 of") for kind, text in log), log
