@@ -9,42 +9,45 @@ Water particles alternate between two algorithms:
   eroded/deposited masks stay consistent) and marks every cell it visits in a per-batch
   ``track`` mask. The stream map lowers friction and evaporation; vegetation lowers the
   mass exchange. A descent ends off the map (the water is gone, its sediment goes to
-  ``terrain.outflow``), on entering a pool, or when it idles on a strong stream; then
-  the remaining water floods.
-* **flood** — a test plane rises from the water surface at the particle. Each try fills
-  the 8-connected set of cells whose surface is under the plane; cells below the current
-  water level are drains. With a drain the lake is lowered slowly toward it, the particle
-  moves there with the overflow and 10 % of its sediment, and descends again. Without
-  one, the water under the plane is poured in if the particle has it, else the plane is
-  lowered; a bounded number of failed tries.
+  ``terrain.outflow``), on entering a pool, when it idles on a strong stream (the
+  article's rules) or when it is trapped, slow, in a hollow (ours); then the remaining
+  water floods.
+* **flood** — the water runs down to the bottom of the hollow it is in and fills the
+  basin from there: a priority flood takes the cells in order of surface height and
+  raises the level over them until the water is used up, or until the level reaches
+  the basin's spill point (lower ground or a lower lake beyond the rim, the sea, or an
+  open map edge); then the lake stands at its spill level and the rest of the water
+  overflows there with 10 % of its sediment and descends again. A lake already above
+  its drain (its outlet eroded) sinks toward it by ``drainage`` per particle, and after
+  every batch any lake still above an outlet is lowered to it: at batch boundaries no
+  pool stands above its spill level.
 
 **Units.** Heights and pool depths are in cell units like every terrain array (world
 height / cell size), so ``height + pool`` is the water surface. Water is booked as real
-volume: a particle brings ``rain_depth`` metres of water over the cell it falls on,
-``rain_depth * cell_size**2`` m³ (``rain_depth / cell_size`` cell³); a pool of depth
-``d`` cells on ``n`` cells holds ``d * n`` cell³ = ``d * n * cell_size**3`` m³. The
-article's heights are normalised (0..1, times a ``scale`` of cells for the normal) and
-its particle fills ``1 / volumeFactor`` of that unit on one cell, so the same rain as
-the article on a terrain of relief ``R`` metres is ``rain_depth = R / volumeFactor``.
-The descent's volume is the fraction of the particle's water left (1 at the start):
-its dynamics and mass exchange are the article's, per step.
+volume: a particle brings ``rain_volume`` m³ (``rain_volume / cell_size**3`` cell³); a
+pool of depth ``d`` cells on ``n`` cells holds ``d * n * cell_size**3`` m³. With rain
+given per area (a number of particles per m², as the presets do) the same world gets
+the same water at any grid resolution. The article's heights are normalised (0..1,
+times a ``scale`` for the normal) and its particle fills ``1 / volumeFactor`` of that
+unit on one cell: the same rain as the article on a terrain of relief ``R`` is
+``article_rain_volume(R, cell_size) = R / 100 * cell_size**2``. The descent's volume
+is the fraction of the particle's water left (1 at the start); its equilibrium load is
+``capacity`` (sediment per water, m³/m³) x speed x drop, so erosion grows with the
+water a particle carries.
 
 Our changes to the article's flood (documented, tested):
 
-* The fill is an explicit stack over a per-shape scratch whose cells are stamped with a
-  generation number, so one try costs the pool's area (plus its rim), never the map's
-  area, and nothing recurses.
-* The lowest drain is kept (the article's comparison kept the highest); a failed try
-  never raises the water level (the article set it to the failed plane: the jumping
-  levels the author reports). A plane that rises past the spill point (a drain appears
-  above the water level) is halved back toward the level, so a lake fills up to its
-  spill point and never above it; the overflow then leaves through the drain.
-* The rising plane aims at the level that holds all the particle's water on the current
-  set (the article rises by half of it), and a plane that was too high drops to the
-  level that holds it exactly: a flood settles in a few tries.
-* Open map edges (``open_edges``, default): water reaching a map-edge cell under the
-  plane flows off the map there, so no lake leans on the edge of the world. Off, the
-  edges are walls, as in the article.
+* Exact and conservative: every m³ of water a flood takes is in the pool map; a lake
+  never stands above its spill level after a flood; cost is the basin's area (plus its
+  rim) times log, never the map's, and nothing recurses. The article's plane search
+  (a test plane rising by half the volume, at most 10 failed tries, the level raised to
+  the failed plane) made water from nothing and left lakes above their spill points.
+* Water that stops on a slope first runs down to the bottom of its hollow (the article
+  moved the particle one cell to a lower "drain"; with ``spill`` 5 the water of a
+  particle stopping on a hillside was lost before it reached any hollow).
+* Open map edges (``open_edges``, default): water reaching a map-edge cell flows off
+  the map there, so no lake leans on the edge of the world. Off, the edges are walls,
+  as in the article.
 * Sea level (optional): cells below it that connect to a map edge are ocean; they are
   filled to sea level in the pool map before every batch, and a particle or a flood that
   reaches the ocean drains away.
@@ -139,18 +142,18 @@ class HydrologyParams(Params):
     min_volume: float = param(0.01, 1e-4, 1.0, "-",
                               "a particle ends below this fraction of its water")
     friction: float = param(0.05, 0.0, 0.5, "1/step", "speed lost per step")
-    rain_depth: float = param(8.0, 1e-6, 1e4, "m",
-                              "water one particle brings, as a depth over the cell it "
-                              "falls on (rain_depth x cell area = m³); the article's rain "
-                              "is relief / 100", soft_hi=100.0)
+    rain_volume: float = param(8000.0, 1e-9, 1e12, "m³",
+                               "water one particle brings (world volume); the article's "
+                               "is relief / 100 x cell area (about 8000 m³ on 30 m cells "
+                               "and 900 m of relief)", soft_hi=1e5)
     capacity: float = param(0.3, 0.0, 100.0, "m³/m³",
                             "sediment a descending particle carries at equilibrium, per "
                             "volume of its water, per unit of speed (cells/step) and of "
                             "drop (cells); so erosion grows with the rain", soft_hi=10.0)
     volume_factor: float = param(0.0, 0.0, 1e4, "volume/cell",
                                  "legacy (files from before world units): when > 0, a "
-                                 "particle holds 1/volume_factor cell³ and rain_depth is "
-                                 "ignored; 0 = use rain_depth", soft_hi=1000.0)
+                                 "particle holds 1/volume_factor cell³ and rain_volume is "
+                                 "ignored; 0 = use rain_volume", soft_hi=1000.0)
     drainage: float = param(0.001, 0.0, 1.0, "-",
                             "how fast a draining pool sinks toward its drain, per particle")
     spill: int = param(5, 1, 100, "times", "descend-flood cycles a particle may do")
@@ -177,7 +180,7 @@ class HydrologyParams(Params):
         """Water of one new particle in cell³ (m³ / cell_size³)."""
         if self.volume_factor > 0.0:
             return 1.0 / self.volume_factor
-        return self.rain_depth / float(cell_size)
+        return self.rain_volume / float(cell_size) ** 3
 
     def kernel(self, cell_size: float) -> Kernel:
         """The kernels' parameters for a grid of ``cell_size``."""
@@ -189,10 +192,11 @@ class HydrologyParams(Params):
                       bool(self.sea), float(self.sea_level), bool(self.open_edges))
 
 
-def article_rain_depth(relief: float) -> float:
-    """``rain_depth`` (m) that gives the article's water per particle on a terrain of
-    ``relief`` metres (its heights are normalised to 0..1 of the relief)."""
-    return float(relief) / ARTICLE_VOLUME_FACTOR
+def article_rain_volume(relief: float, cell_size: float) -> float:
+    """``rain_volume`` (m³) that gives the article's water per particle on a terrain of
+    ``relief`` world units and cells of ``cell_size``: its heights are normalised to
+    0..1 of the relief and a particle fills 1/volumeFactor of that on one cell."""
+    return float(relief) / ARTICLE_VOLUME_FACTOR * float(cell_size) ** 2
 
 
 # ---------------------------------------------------------------------------- scratch
@@ -314,44 +318,61 @@ def _basin(start, water, open_edges, hf, pf, oceanf, rows, cols, scratch):
     order of surface height (ground + pool, a priority flood), raising the level over
     the cells taken so far, until the water is used up or the level reaches a spill
     point: a cell lower than the level (lower ground, a lower lake), the sea, or with
-    ``open_edges`` a map-edge cell. Writes nothing but the scratch; the taken cells
-    (all those under the final level, connected to ``start``) are ``scratch[4][:n]``.
+    ``open_edges`` a map-edge cell. Cells at or under the level join through a plain
+    stack (no heap cost: a lake's surface costs one visit a cell). Writes nothing but
+    the scratch; the taken cells (all those under the final level, connected to
+    ``start``) are ``scratch[4][:n]``.
 
-    Returns (n, final level, water left, drain cell or -1, drain surface, cells
+    Returns (n, final level, water left, drain cell or -1, drain surface, whether the
+    drain was reached from a wet cell (the lake stands above its outlet), cells
     visited). With a drain the level is the spill level and the water left overflows
     there; the drain's surface is below the level unless it is an edge cell."""
     stamp, gen, keys, cells, members = scratch
     g = _next_gen(stamp, gen)
     level = hf[start] + pf[start]
+    tol = LEVEL_TOL * max(1.0, abs(level))
     stamp[start] = g
-    top = _push(keys, cells, 0, level, start)
+    # members[n:] doubles as the plain stack (it grows down from the end)
+    size = members.size
+    low = size - 1
+    members[low] = start
+    top = 0  # heap size
     n = 0
-    visited = 0
-    while top > 0:
-        s, i, top = _pop(keys, cells, top)
-        visited += 1
-        if oceanf[i] != 0 or s < level - LEVEL_TOL * max(1.0, abs(level)):
-            return n, level, water, i, s, visited  # lower ground beyond the rim
-        if s > level:
-            need = (s - level) * n
-            if need >= water:
-                return n, level + water / n, 0.0, -1, 0.0, visited
-            water -= need
-            level = s
+    while True:
+        if low < size:
+            i = members[low]
+            low += 1
+        elif top > 0:
+            s, i, top = _pop(keys, cells, top)
+            if s > level:
+                need = (s - level) * n
+                if need >= water:
+                    return n, level + water / n, 0.0, -1, 0.0, False, n + top
+                water -= need
+                level = s
+                tol = LEVEL_TOL * max(1.0, abs(level))
+        else:  # the whole connected map is under water: spread the rest evenly
+            return n, level + water / n, 0.0, -1, 0.0, False, n
         members[n] = i
         n += 1
         r = i // cols
         c = i - r * cols
         if open_edges and (r == 0 or c == 0 or r == rows - 1 or c == cols - 1):
-            return n, level, water, i, s, visited  # the water leaves the map here
+            return n, level, water, i, level, False, n + top  # the water leaves the map
         for nr in range(max(r - 1, 0), min(r + 2, rows)):
             for nc in range(max(c - 1, 0), min(c + 2, cols)):
                 j = nr * cols + nc
-                if stamp[j] != g:
-                    stamp[j] = g
-                    top = _push(keys, cells, top, hf[j] + pf[j], j)
-    # the whole connected map is under water: spread the rest evenly
-    return n, level + water / n, 0.0, -1, 0.0, visited
+                if stamp[j] == g:
+                    continue
+                stamp[j] = g
+                sj = hf[j] + pf[j]
+                if oceanf[j] != 0 or sj < level - tol:  # lower ground beyond the rim
+                    return n, level, water, j, sj, pf[i] > 0.0, n + top
+                if sj <= level + tol:
+                    low -= 1
+                    members[low] = j
+                else:
+                    top = _push(keys, cells, top, sj, j)
 
 
 @njit(cache=True, error_model="numpy")
@@ -413,6 +434,45 @@ def _bottom(i, open_edges, hf, pf, oceanf, rows, cols):
 
 
 @njit(cache=True, error_model="numpy")
+def _drain_lakes(open_edges, height, pool, ocean, scratch, max_passes=16):
+    """Lower every lake that stands above an outlet (a neighbour with a lower surface,
+    or with ``open_edges`` a wet map-edge cell) to the outlet's surface, until none
+    does (or ``max_passes`` scans). Erosion of a rim, a lower lake reached: the water
+    above the outlet runs out. Ocean cells are left alone. Returns the lakes lowered."""
+    rows, cols = height.shape
+    hf = height.reshape(rows * cols)
+    pf = pool.reshape(rows * cols)
+    of = ocean.reshape(rows * cols)
+    members = scratch[4]
+    lowered = 0
+    for _ in range(max_passes):
+        changed = 0
+        for i in range(rows * cols):
+            if pf[i] <= 0.0 or of[i] != 0:
+                continue
+            level = hf[i] + pf[i]
+            r = i // cols
+            c = i - r * cols
+            outlet = level
+            if open_edges and (r == 0 or c == 0 or r == rows - 1 or c == cols - 1):
+                outlet = hf[i]
+            for nr in range(max(r - 1, 0), min(r + 2, rows)):
+                for nc in range(max(c - 1, 0), min(c + 2, cols)):
+                    j = nr * cols + nc
+                    outlet = min(outlet, hf[j] + pf[j])
+            if outlet < level - LEVEL_TOL * max(1.0, abs(level)):
+                n = _lake_at(i, level, hf, pf, rows, cols, scratch)
+                for m in range(n):
+                    k = members[m]
+                    pf[k] = max(outlet - hf[k], 0.0)
+                changed += 1
+        lowered += changed
+        if changed == 0:
+            break
+    return lowered
+
+
+@njit(cache=True, error_model="numpy")
 def _flood(r0, c0, volume, sed, k, height, bedrock, sediment, deposited, pool, ocean,
            scratch):
     """Flood from cell (r0, c0) with a particle of ``volume`` (fraction of its water)
@@ -434,15 +494,15 @@ def _flood(r0, c0, volume, sed, k, height, bedrock, sediment, deposited, pool, o
         _settle(r0, c0, volume * sed, height, bedrock, sediment, deposited, pool)
         return _SEA, volume, 0.0, r0, c0, walked
     level0 = hf[start] + pf[start]
-    n, level, left, drain, dsurf, visited = _basin(start, volume * k.water, k.open_edges,
-                                                   hf, pf, of, rows, cols, scratch)
+    n, level, left, drain, dsurf, above, visited = _basin(
+        start, volume * k.water, k.open_edges, hf, pf, of, rows, cols, scratch)
     visited += walked
     members = scratch[4]
     if level > level0:  # water went in: every taken cell stands at the new level
         for j in range(n):
             i = members[j]
             pf[i] = max(level - hf[i], pf[i])
-    elif drain >= 0 and dsurf < level0:  # no room: the lake sinks toward its drain
+    elif drain >= 0 and above and dsurf < level0:  # over its outlet: the lake sinks
         n = _lake_at(start, level0, hf, pf, rows, cols, scratch)
         visited += n
         new_level = level0 - k.drainage * (level0 - dsurf)
@@ -685,6 +745,7 @@ def run_batch(terrain: Terrain, params: HydrologyParams, seed: int, first: int, 
                       terrain.erodibility, terrain.pool, terrain.stream, terrain.vegetation,
                       track, ocean, scratch, own)
     terrain.outflow += lost
+    _drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch)
     _adapt_stream(terrain.stream, track, params.stream_rate)
     return int(own[0] - before)
 

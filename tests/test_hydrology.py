@@ -1,5 +1,7 @@
 """Hydrology (streams and pools): lakes, spill points, sea level, streams, determinism."""
 
+import heapq
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -8,13 +10,18 @@ from hypothesis.extra.numpy import arrays
 
 from simcore import hydrology
 from simcore.hydrology import HydrologyParams, pool_volume, pour, run_batch
+from simcore.noise import fractal_terrain
 from simcore.params import ParameterError
+from simcore.presets import find_preset
+from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 # Terrains here have cell size 1 (m): depths in cell units are metres, volumes m³.
 # Water only (the ground never changes); one particle holds 0.01 m³, so a pour of
 # 0.2 m³ is a particle of volume 20 (heavy: it rolls slowly, as the article's pours).
-STILL = HydrologyParams(deposition=0.0, rain_depth=0.01)
+STILL = HydrologyParams(deposition=0.0, rain_volume=0.01)
+# The article's water on these small cell-1 terrains (relief ~16-30 m): relief / 100 m³
+RAIN = HydrologyParams(rain_volume=0.2)
 
 
 def terrain(heights, **layers):
@@ -22,7 +29,7 @@ def terrain(heights, **layers):
 
 
 def run(t, batches, params=None, seed=1, stats=None):
-    params = params or HydrologyParams()
+    params = params or RAIN
     for b in range(batches):
         run_batch(t, params, seed, b * params.batch, params.batch, stats=stats)
     return t
@@ -179,14 +186,14 @@ def test_descent_erodes_and_mass_is_booked(hills):
 def test_height_array_is_kept_in_step(hills):
     t = terrain(hills)
     h = t.height()
-    run_batch(t, HydrologyParams(), 3, 0, 500, height=h)
+    run_batch(t, RAIN, 3, 0, 500, height=h)
     assert np.array_equal(h, t.bedrock + t.sediment)
 
 
 # ------------------------------------------------------------------------ sea level
 
 def test_closed_edges_are_a_wall():
-    walls = HydrologyParams(deposition=0.0, open_edges=False)
+    walls = STILL.replace(open_edges=False)
     t = terrain(np.tile(0.1 * np.arange(32.0), (32, 1)))  # lowest along the x = 0 edge
     for _ in range(10):
         assert pour(t, walls, 16, 0, 0.2) == 0.0
@@ -211,7 +218,7 @@ def test_open_edges_let_water_off_the_map_and_no_lake_leans_on_them():
 
 def test_with_sea_water_leaves_through_edges_below_sea_level():
     h = np.tile(0.1 * np.arange(32.0), (32, 1))
-    sea = HydrologyParams(deposition=0.0, sea=True, sea_level=0.45)
+    sea = STILL.replace(sea=True, sea_level=0.45)
     t = terrain(h)
     assert pour(t, sea, 16, 0, 0.2) == pytest.approx(0.2)
     ocean = h < 0.45
@@ -230,7 +237,7 @@ def test_sea_inland_depression_below_sea_level_is_not_ocean():
     h[:, :3] = 0.0  # coast
     h[10:14, 10:14] = -1.0  # a closed hollow below sea level, far from the edge
     t = terrain(h)
-    run_batch(t, HydrologyParams(sea=True, sea_level=1.0), 1, 0, 1)
+    run_batch(t, RAIN.replace(sea=True, sea_level=1.0), 1, 0, 1)
     assert np.allclose(t.pool[:, :3], 1.0)
     assert np.all(t.pool[10:14, 10:14] < 1.0), "a hollow behind the coast is no sea"
 
@@ -238,7 +245,7 @@ def test_sea_inland_depression_below_sea_level_is_not_ocean():
 def test_runs_with_sea_end_particles_in_the_ocean():
     n = 32
     h = 0.05 * radius(n, n, 16, -1.0) ** 2  # a slope down to the x = 0 edge
-    p = HydrologyParams(deposition=0.0, sea=True, sea_level=1.0)
+    p = RAIN.replace(deposition=0.0, sea=True, sea_level=1.0)
     t = run(terrain(h, stream=np.ones((n, n))), 5, p)
     ocean = h < 1.0
     assert np.allclose(t.pool[ocean], 1.0 - h[ocean])
@@ -306,8 +313,8 @@ def test_fill_cost_does_not_depend_on_the_map():
 def test_random_terrains_stay_finite_and_booked(h, sea, level, seed, dt, deposition, evap,
                                                 friction):
     t = terrain(h)
-    p = HydrologyParams(batch=40, sea=sea, sea_level=level, dt=dt, deposition=deposition,
-                        evaporation=evap, friction=friction)
+    p = RAIN.replace(batch=40, sea=sea, sea_level=level, dt=dt, deposition=deposition,
+                     evaporation=evap, friction=friction)
     run(t, 3, p, seed=seed)
     for name, arr in t.arrays().items():
         assert np.isfinite(arr).all(), name
@@ -333,3 +340,120 @@ def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
         pour(t, STILL, r, c, vol)
         assert spill_violations(t) == 0
         assert np.isfinite(t.pool).all()
+
+
+# ------------------------------------------------------------------------ presets on land
+
+def spill_levels(ground):
+    """Independent priority flood (heapq): the lowest level at which water on each cell
+    can leave the map; the map edges are the outlets (open edges)."""
+    rows, cols = ground.shape
+    level = np.full(ground.shape, np.inf)
+    heap = []
+    for r in range(rows):
+        for c in range(cols):
+            if r in (0, rows - 1) or c in (0, cols - 1):
+                level[r, c] = ground[r, c]
+                heap.append((ground[r, c], r, c))
+    heapq.heapify(heap)
+    while heap:
+        lv, r, c = heapq.heappop(heap)
+        for nr in range(max(r - 1, 0), min(r + 2, rows)):
+            for nc in range(max(c - 1, 0), min(c + 2, cols)):
+                if level[nr, nc] == np.inf:
+                    level[nr, nc] = max(ground[nr, nc], lv)
+                    heapq.heappush(heap, (level[nr, nc], nr, nc))
+    return level
+
+
+def upland(cell=30.0, relief=920.0, n=256, seed=4):
+    """Uneroded uplands like ``simcore generate`` (fBm, persistence 0.45), in metres."""
+    return Terrain.from_heights(fractal_terrain(n, seed=seed, relief=1.0, persistence=0.45)
+                                * relief, cell_size=cell)
+
+
+def run_preset(t, name, particles, **overrides):
+    preset = find_preset(name).with_overrides(overrides)
+    before = t.total_material()
+    Simulation(t, preset.enabled_params(), seed=preset.seed, particles=particles).run()
+    return before
+
+
+def check_lakes(t, before):
+    """Pools below their spill level, each lake flat, mass booked exactly."""
+    spill = spill_levels(t.height())
+    surf = surface(t)
+    wet = t.pool > 0
+    tol = 1e-9 * np.abs(surf).max()
+    above = wet & (surf > spill + tol)
+    assert not above.any(), f"{above.sum()} pool cells above their spill level, by up " \
+        f"to {(surf - spill)[above].max() * t.cell_size:.3g} m"
+    labels = lake_labels(wet)
+    for k in range(1, labels.max() + 1):
+        level = surf[labels == k]
+        assert level.max() - level.min() <= tol, "a lake is flat"
+    assert abs(t.total_material() + t.outflow - before) <= 1e-9 * abs(before)
+    assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) <= 1e-9 * abs(before)
+    assert np.isfinite(t.pool).all() and (t.pool >= 0).all()
+
+
+def lake_labels(wet):
+    labels = np.zeros(wet.shape, int)
+    k = 0
+    for r0, c0 in np.argwhere(wet):
+        if labels[r0, c0]:
+            continue
+        k += 1
+        labels[r0, c0] = k
+        stack = [(r0, c0)]
+        while stack:
+            r, c = stack.pop()
+            for nr in range(max(r - 1, 0), min(r + 2, wet.shape[0])):
+                for nc in range(max(c - 1, 0), min(c + 2, wet.shape[1])):
+                    if wet[nr, nc] and not labels[nr, nc]:
+                        labels[nr, nc] = k
+                        stack.append((nr, nc))
+    return labels
+
+
+def test_rivers_and_lakes_fills_lakes_on_generated_uplands():
+    """256² of 30 m cells, 920 m of relief (``simcore generate``'s uplands)."""
+    t = upland()
+    before = run_preset(t, "rivers_and_lakes", 30_000)
+    big = hydrology.lakes(t, 20)
+    assert len(big) >= 3, big
+    assert (t.pool > 0).sum() >= 2000, "lakes at the article's level (2,000-12,000 cells)"
+    check_lakes(t, before)
+    assert t.eroded.sum() > 0, "the rivers cut"
+
+
+def test_rivers_and_lakes_with_the_articles_rain_on_a_cell_unit_terrain():
+    """The old ``generate --size 256`` terrain (cell 1, relief 64) with the article's
+    water per particle (relief / 100 on one cell)."""
+    t = Terrain.from_heights(fractal_terrain(256, seed=4), cell_size=1.0)
+    rain = hydrology.article_rain_volume(64.0, 1.0)
+    before = run_preset(t, "rivers_and_lakes", 30_000, **{"hydrology.rain_volume": rain})
+    assert len(hydrology.lakes(t, 20)) >= 3, hydrology.lakes(t, 20)
+    check_lakes(t, before)
+
+
+def test_default_preset_leaves_a_lake_on_generated_uplands():
+    t = upland()
+    before = run_preset(t, "default", 40_000)
+    assert len(hydrology.lakes(t, 20)) >= 1
+    check_lakes(t, before)
+
+
+def test_rain_volume_is_booked_in_cubic_metres_at_any_cell_size():
+    """The same bowl at cell 1 m and 2 m (same world): a pour of V m³ stands at the same
+    world level."""
+    levels = []
+    for cell, n in ((1.0, 64), (2.0, 32)):
+        yy, xx = np.mgrid[0:n, 0:n] * cell
+        world = 0.02 * np.hypot(yy - 31.5, xx - 31.5) ** 2
+        t = Terrain.from_heights(world, cell_size=cell)
+        low = np.unravel_index(np.argmin(world), world.shape)
+        pour(t, STILL, *low, 50.0)
+        assert pool_volume(t) == pytest.approx(50.0, rel=1e-9)
+        levels.append(surface(t)[t.pool > 0].max() * cell)
+    assert levels[0] == pytest.approx(levels[1], rel=0.1)
