@@ -92,6 +92,11 @@ DIG_LIMIT = 0.99
 #: the article's volumeFactor: its particle fills 1/100 of its height unit on one cell
 ARTICLE_VOLUME_FACTOR = 100.0
 
+#: world size (m) of the cells the per-step rates (evaporation, deposition) are given
+#: for: a descending particle moves about a cell a step, so on other grids they are
+#: scaled by cell_size / REFERENCE_CELL and stay the same per metre of path
+REFERENCE_CELL = 30.0
+
 #: relative tolerance under which two water surfaces count as the same level
 LEVEL_TOL = 1e-9
 
@@ -135,10 +140,12 @@ class HydrologyParams(Params):
     dt: float = param(1.2, 0.01, 1.9, "step", "time step of a descending particle")
     density: float = param(1.0, 0.01, 100.0, "-", "water density; higher = more inertia",
                            soft_hi=10.0)
-    evaporation: float = param(0.001, 1e-4, 0.5, "1/step", "fraction of volume lost per step",
-                               soft_hi=0.05)
-    deposition: float = param(0.1, 0.0, 1.0, "1/step",
-                              "mass exchange rate toward the equilibrium concentration")
+    evaporation: float = param(0.001, 1e-4, 0.5, "1/30 m",
+                               "fraction of volume lost per step on 30 m cells (per "
+                               "distance: scaled by cell size / 30 m)", soft_hi=0.05)
+    deposition: float = param(0.1, 0.0, 1.0, "1/30 m",
+                              "mass exchange rate toward the equilibrium load, per step on "
+                              "30 m cells (per distance: scaled by cell size / 30 m)")
     min_volume: float = param(0.01, 1e-4, 1.0, "-",
                               "a particle ends below this fraction of its water")
     friction: float = param(0.05, 0.0, 0.5, "1/step", "speed lost per step")
@@ -184,8 +191,9 @@ class HydrologyParams(Params):
 
     def kernel(self, cell_size: float) -> Kernel:
         """The kernels' parameters for a grid of ``cell_size``."""
-        return Kernel(float(self.dt), float(self.density), float(self.evaporation),
-                      float(self.deposition), float(self.min_volume), float(self.friction),
+        per_step = float(cell_size) / REFERENCE_CELL  # a step is one cell of travel
+        return Kernel(float(self.dt), float(self.density), self.evaporation * per_step,
+                      self.deposition * per_step, float(self.min_volume), float(self.friction),
                       self.water(cell_size), self.capacity * self.water(cell_size),
                       float(self.drainage), int(self.spill),
                       float(self.drain_sediment), int(self.max_steps),
@@ -473,6 +481,31 @@ def _drain_lakes(open_edges, height, pool, ocean, scratch, max_passes=16):
 
 
 @njit(cache=True, error_model="numpy")
+def _settle_over(r0, c0, amount, members, n, height, bedrock, sediment, deposited, pool):
+    """Lay ``amount`` of sediment evenly on the wet cells among ``members[:n]`` (the
+    lake the water went into: fines settle over its bed), never more than a cell's water
+    depth, so the surface stays flat; what is left settles at (r0, c0) (a delta)."""
+    rows, cols = height.shape
+    wet = 0
+    for j in range(n):
+        i = members[j]
+        if pool[i // cols, i % cols] > 0.0:
+            wet += 1
+    left = amount
+    if wet > 1 and amount > 0.0:
+        share = amount / wet
+        for j in range(n):
+            i = members[j]
+            r = i // cols
+            c = i - r * cols
+            a = min(share, pool[r, c])
+            if a > 0.0:
+                _settle(r, c, a, height, bedrock, sediment, deposited, pool)
+                left -= a
+    _settle(r0, c0, max(left, 0.0), height, bedrock, sediment, deposited, pool)
+
+
+@njit(cache=True, error_model="numpy")
 def _flood(r0, c0, volume, sed, k, height, bedrock, sediment, deposited, pool, ocean,
            scratch):
     """Flood from cell (r0, c0) with a particle of ``volume`` (fraction of its water)
@@ -512,13 +545,14 @@ def _flood(r0, c0, volume, sed, k, height, bedrock, sediment, deposited, pool, o
     rest = min(left / k.water, volume)  # particle volume that overflows
     settle = (volume - rest) * sed  # the load of the water that stays settles here
     if drain < 0 or rest <= k.min_volume:
-        _settle(r0, c0, settle + rest * sed, height, bedrock, sediment, deposited, pool)
+        _settle_over(r0, c0, settle + rest * sed, members, n, height, bedrock, sediment,
+                     deposited, pool)
         return _DONE, 0.0, 0.0, r0, c0, visited
     dr = drain // cols
     dc = drain - dr * cols
     settle += (1.0 - k.drain_sediment) * rest * sed
     sed *= k.drain_sediment
-    _settle(r0, c0, settle, height, bedrock, sediment, deposited, pool)
+    _settle_over(r0, c0, settle, members, n, height, bedrock, sediment, deposited, pool)
     if ocean[dr, dc] != 0:  # into the sea: the particle is gone, its load settles there
         _settle(dr, dc, rest * sed, height, bedrock, sediment, deposited, pool)
         return _SEA, rest, 0.0, dr, dc, visited

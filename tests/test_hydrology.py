@@ -457,3 +457,25 @@ def test_rain_volume_is_booked_in_cubic_metres_at_any_cell_size():
         assert pool_volume(t) == pytest.approx(50.0, rel=1e-9)
         levels.append(surface(t)[t.pool > 0].max() * cell)
     assert levels[0] == pytest.approx(levels[1], rel=0.1)
+
+
+def test_same_world_at_two_resolutions_gets_the_same_lakes():
+    """A 7.7 km upland at 128² (60 m cells) and 256² (30 m), the same rain (particle
+    count and m³ each): the same lake area, water and places."""
+    fine = fractal_terrain(256, seed=4, relief=1.0, persistence=0.45) * 920.0
+    coarse = fine.reshape(128, 2, 128, 2).mean(axis=(1, 3))
+    out = {}
+    for cell, heights in ((60.0, coarse), (30.0, fine)):
+        t = Terrain.from_heights(heights, cell_size=cell)
+        before = run_preset(t, "rivers_and_lakes", 30_000)
+        check_lakes(t, before)
+        out[cell] = t
+    a, b = out[60.0], out[30.0]
+    area = [(t.pool > 0).sum() * t.cell_size ** 2 for t in (a, b)]
+    assert area[0] > 1e6, "lakes of more than 1 km² form"
+    assert area[1] == pytest.approx(area[0], rel=0.2), area
+    assert pool_volume(b) == pytest.approx(pool_volume(a), rel=0.25)
+    wet_b = (b.pool > 0).reshape(128, 2, 128, 2).mean(axis=(1, 3)) >= 0.5
+    wet_a = a.pool > 0
+    overlap = (wet_a & wet_b).sum() / (wet_a | wet_b).sum()
+    assert overlap > 0.5, f"the lakes lie in the same places (IoU {overlap:.2f})"
