@@ -479,3 +479,25 @@ def test_same_world_at_two_resolutions_gets_the_same_lakes():
     wet_a = a.pool > 0
     overlap = (wet_a & wet_b).sum() / (wet_a | wet_b).sum()
     assert overlap > 0.5, f"the lakes lie in the same places (IoU {overlap:.2f})"
+
+
+@given(arrays(np.float64, st.tuples(st.integers(4, 14), st.integers(4, 14)),
+              elements=st.floats(0, 20)),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.005, 5)),
+                min_size=1, max_size=6), st.booleans())
+def test_pours_make_no_water_and_stay_under_the_spill_level(h, pours, walls):
+    """No water from nothing: pools plus what left the map never exceed what was poured
+    (the rest evaporated between basins). With open edges no pool stands above the
+    independent priority flood's spill level."""
+    p = STILL.replace(open_edges=not walls)
+    t = terrain(h)
+    poured = gone = 0.0
+    for fy, fx, vol in pours:
+        r = min(int(fy * h.shape[0]), h.shape[0] - 1)
+        c = min(int(fx * h.shape[1]), h.shape[1] - 1)
+        gone += pour(t, p, r, c, vol)
+        poured += vol
+        assert pool_volume(t) + gone <= poured * (1 + 1e-9)
+    if not walls:
+        spill = spill_levels(h)
+        assert np.all(surface(t)[t.pool > 0] <= spill[t.pool > 0] + 1e-9)
