@@ -17,6 +17,7 @@ one thread, so the result depends only on (terrain, params, seed, first, count).
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -26,6 +27,22 @@ from .params import Params, param
 from .terrain import Terrain
 
 STREAM_ID = 6
+
+
+class TreeKernel(NamedTuple):
+    """What the tree kernels read (cells, fractions, counts)."""
+
+    spawn_tries: int
+    spread_chance: float
+    spread_radius: int
+    death_chance: float
+    max_stream: float
+    max_steepness: float
+    start_size: float
+    max_size: float
+    growth_rate: float
+    root_radius: float
+    max_trees: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +75,15 @@ class TreeParams(Params):
                          self.start_size, self.max_size, self.growth_rate, self.root_radius,
                          self.max_trees], dtype=np.float64)
 
+    def kernel(self) -> TreeKernel:
+        """The kernels' parameters, by name."""
+        return TreeKernel(int(self.spawn_tries), float(self.spread_chance),
+                          int(self.spread_radius), float(self.death_chance),
+                          float(self.max_stream), float(self.max_steepness),
+                          float(self.start_size), float(self.max_size),
+                          float(self.growth_rate), float(self.root_radius),
+                          int(self.max_trees))
+
 
 @njit(cache=True, error_model="numpy")
 def _steepness(height, pool, r, c):
@@ -74,8 +100,9 @@ def _steepness(height, pool, r, c):
 
 
 @njit(cache=True, error_model="numpy")
-def _fits(r, c, p, height, pool, stream):
-    return pool[r, c] <= 0.0 and stream[r, c] <= p[4] and _steepness(height, pool, r, c) <= p[5]
+def _fits(r, c, k, height, pool, stream):
+    return pool[r, c] <= 0.0 and stream[r, c] <= k.max_stream and \
+        _steepness(height, pool, r, c) <= k.max_steepness
 
 
 @njit(cache=True, error_model="numpy")
@@ -114,60 +141,58 @@ def root_density(trees, n, radius, vegetation):
 
 
 @njit(cache=True, error_model="numpy")
-def _seedling(st, r, c, p, trees, n, height, pool, stream, vegetation):
+def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation):
     """Try to root a tree in cell (r, c); returns (state, trees, n)."""
     rows, cols = height.shape
     st, crowd = next_uniform(st)
     st, jx = next_uniform(st)
     st, jy = next_uniform(st)
-    if n < int(p[10]) and crowd >= vegetation[r, c] and _fits(r, c, p, height, pool, stream):
+    if n < k.max_trees and crowd >= vegetation[r, c] and _fits(r, c, k, height, pool, stream):
         x = min(max(c + jx - 0.5, 0.0), cols - 1.0)
         y = min(max(r + jy - 0.5, 0.0), rows - 1.0)
-        trees, n = _push(trees, n, x, y, p[6])
+        trees, n = _push(trees, n, x, y, k.start_size)
     return st, trees, n
 
 
 @njit(cache=True, error_model="numpy")
-def _run_cycles(seed, first, count, p, trees_in, height, pool, stream, vegetation):
+def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetation):
     rows, cols = height.shape
     n = trees_in.shape[0]
     trees = np.empty((n + 16, 3))
     trees[:n] = trees_in
-    spawn_tries = int(p[0])
-    spread, reach, death, max_stream = p[1], int(p[2]), p[3], p[4]
-    max_size, rate = p[7], p[8]
-    for k in range(count):
-        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
-        for _ in range(spawn_tries):
+    reach = k.spread_radius
+    for cycle in range(count):
+        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + cycle))
+        for _ in range(k.spawn_tries):
             st, u = next_uniform(st)
             st, w = next_uniform(st)
-            st, trees, n = _seedling(st, int(u * rows), int(w * cols), p, trees, n, height,
+            st, trees, n = _seedling(st, int(u * rows), int(w * cols), k, trees, n, height,
                                      pool, stream, vegetation)
         n0 = n
         for i in range(n0):
-            trees[i, 2] += rate * (max_size - trees[i, 2])
+            trees[i, 2] += k.growth_rate * (k.max_size - trees[i, 2])
             st, u = next_uniform(st)
-            if u < spread:
+            if u < k.spread_chance:
                 st, a = next_uniform(st)
                 st, b = next_uniform(st)
                 r = int(np.floor(trees[i, 1] + 0.5)) + int(a * (2 * reach + 1)) - reach
                 c = int(np.floor(trees[i, 0] + 0.5)) + int(b * (2 * reach + 1)) - reach
                 if 0 <= r < rows and 0 <= c < cols:
-                    st, trees, n = _seedling(st, r, c, p, trees, n, height, pool, stream,
+                    st, trees, n = _seedling(st, r, c, k, trees, n, height, pool, stream,
                                              vegetation)
         kept = 0
         for i in range(n):
             st, u = next_uniform(st)
             r = int(np.floor(trees[i, 1] + 0.5))
             c = int(np.floor(trees[i, 0] + 0.5))
-            if pool[r, c] > 0.0 or stream[r, c] > max_stream or u < death:
+            if pool[r, c] > 0.0 or stream[r, c] > k.max_stream or u < k.death_chance:
                 continue
             trees[kept] = trees[i]
             kept += 1
         n = kept
-        root_density(trees, n, p[9], vegetation)
+        root_density(trees, n, k.root_radius, vegetation)
     if count == 0:
-        root_density(trees, n, p[9], vegetation)
+        root_density(trees, n, k.root_radius, vegetation)
     return trees[:n].copy()
 
 
@@ -180,6 +205,6 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
         height = terrain.height()
     trees = np.ascontiguousarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
     terrain.trees = _run_cycles(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                                params.as_array(), trees, height, terrain.pool,
+                                params.kernel(), trees, height, terrain.pool,
                                 terrain.stream, terrain.vegetation)
     return int(terrain.trees.shape[0])

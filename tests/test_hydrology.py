@@ -1,5 +1,7 @@
 """Hydrology (streams and pools): lakes, spill points, sea level, streams, determinism."""
 
+import heapq
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -8,10 +10,18 @@ from hypothesis.extra.numpy import arrays
 
 from simcore import hydrology
 from simcore.hydrology import HydrologyParams, pool_volume, pour, run_batch
+from simcore.noise import fractal_terrain
 from simcore.params import ParameterError
+from simcore.presets import find_preset
+from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
-STILL = HydrologyParams(deposition=0.0)  # water only: the ground never changes
+# Terrains here have cell size 1 (m): depths in cell units are metres, volumes m³.
+# Water only (the ground never changes); one particle holds 0.01 m³, so a pour of
+# 0.2 m³ is a particle of volume 20 (heavy: it rolls slowly, as the article's pours).
+STILL = HydrologyParams(deposition=0.0, rain_volume=0.01)
+# The article's water on these small cell-1 terrains (relief ~16-30 m): relief / 100 m³
+RAIN = HydrologyParams(rain_volume=0.2)
 
 
 def terrain(heights, **layers):
@@ -19,7 +29,7 @@ def terrain(heights, **layers):
 
 
 def run(t, batches, params=None, seed=1, stats=None):
-    params = params or HydrologyParams()
+    params = params or RAIN
     for b in range(batches):
         run_batch(t, params, seed, b * params.batch, params.batch, stats=stats)
     return t
@@ -80,11 +90,10 @@ def test_closed_bowl_holds_a_flat_lake_with_the_poured_volume():
     t = terrain(bowl())
     low = np.unravel_index(np.argmin(t.height()), t.shape)
     poured = 0.0
-    for i in range(50):
-        assert pour(t, STILL, *low, 40.0) == 0.0, "nothing leaves a closed bowl"
-        poured += 40.0
-        # tolerance: a flood may drop what is left below min_volume (0.01 per pour)
-        assert abs(pool_volume(t, STILL) - poured) <= (i + 1) * STILL.min_volume
+    for _ in range(50):
+        assert pour(t, STILL, *low, 0.4) == 0.0, "nothing leaves a closed bowl"
+        poured += 0.4
+        assert pool_volume(t) == pytest.approx(poured, rel=1e-9), "every m³ is in the lake"
         assert spill_violations(t) == 0
     wet = t.pool > 0
     level = surface(t)[wet]
@@ -111,13 +120,14 @@ def test_lake_rises_to_its_spill_point_and_never_above():
     spill = spill_height(h, (20, 20), lambda r, c: dist[r, c] >= 14)
     assert 6.0 <= spill < 6.2  # the notch, where the bowl's inner slope meets it
     t = terrain(h)
-    capacity = STILL.volume_factor * np.clip(spill - h, 0, None)[dist < 12].sum()
+    capacity = np.clip(spill - h, 0, None)[dist < 12].sum()  # m³
     gone = 0.0
-    for _ in range(int(1.5 * capacity / 200) + 1):
-        gone += pour(t, STILL, 20, 20, 200.0)
+    for _ in range(int(1.5 * capacity / 2.0) + 1):
+        gone += pour(t, STILL, 20, 20, 2.0)
         assert spill_violations(t) == 0
         assert surface(t)[t.pool > 0].max() <= spill + 1e-9, "no pool above its spill point"
-    assert surface(t)[20, 20] > spill - 0.05, "the lake filled up to the notch"
+    assert surface(t)[20, 20] == pytest.approx(spill, abs=1e-9), "filled up to the notch"
+    assert pool_volume(t) == pytest.approx(capacity, rel=0.02), "holding what the bowl holds"
     assert gone > 0.0, "the overflow left over the notch and off the map"
 
 
@@ -141,12 +151,12 @@ def test_upper_lake_stops_at_its_spill_height_and_the_lower_one_fills():
     upper = np.zeros(h.shape, bool)
     upper[:, :20] = True
     for _ in range(300):
-        pour(t, STILL, *up, 20.0)
+        pour(t, STILL, *up, 0.2)
         assert surface(t)[upper & (t.pool > 0)].max() <= spill + 1e-9
     lake_up = surface(t)[up]
     assert spill - 0.05 < lake_up <= spill + 1e-9, (lake_up, spill)
-    lower_volume = STILL.volume_factor * t.pool[~upper].sum()
-    assert lower_volume > 100.0, "the overflow ran down and filled the lower basin"
+    lower_volume = t.pool[~upper].sum()
+    assert lower_volume > 1.0, "the overflow ran down and filled the lower basin"
     assert spill_violations(t) == 0
 
 
@@ -176,35 +186,50 @@ def test_descent_erodes_and_mass_is_booked(hills):
 def test_height_array_is_kept_in_step(hills):
     t = terrain(hills)
     h = t.height()
-    run_batch(t, HydrologyParams(), 3, 0, 500, height=h)
+    run_batch(t, RAIN, 3, 0, 500, height=h)
     assert np.array_equal(h, t.bedrock + t.sediment)
 
 
 # ------------------------------------------------------------------------ sea level
 
-def test_without_sea_the_map_edge_is_a_wall():
+def test_closed_edges_are_a_wall():
+    walls = STILL.replace(open_edges=False)
     t = terrain(np.tile(0.1 * np.arange(32.0), (32, 1)))  # lowest along the x = 0 edge
     for _ in range(10):
-        assert pour(t, STILL, 16, 0, 20.0) == 0.0
-    assert pool_volume(t, STILL) == pytest.approx(200.0, abs=10 * STILL.min_volume)
+        assert pour(t, walls, 16, 0, 0.2) == 0.0
+    assert pool_volume(t) == pytest.approx(2.0, rel=1e-9)
     assert t.pool[:, 0].min() > 0, "the pool leans on the edge"
     assert spill_violations(t) == 0
 
 
+def test_open_edges_let_water_off_the_map_and_no_lake_leans_on_them():
+    t = terrain(np.tile(0.1 * np.arange(32.0), (32, 1)))  # lowest along the x = 0 edge
+    for col in (0, 1, 5):
+        assert pour(t, STILL, 16, col, 0.2) == pytest.approx(0.2), "it all runs off"
+    assert pool_volume(t) == 0.0
+    h = bowl(32)
+    h[15:17, :16] = np.minimum(h[15:17, :16], 2.0)  # a trench from the bowl to the edge
+    t = terrain(h)
+    for _ in range(40):
+        pour(t, STILL, 15, 15, 1.0)
+    assert surface(t)[t.pool > 0].max() <= 2.0 + 1e-9, "the lake stops at the trench"
+    assert t.pool[:, 0].max() == 0.0
+
+
 def test_with_sea_water_leaves_through_edges_below_sea_level():
     h = np.tile(0.1 * np.arange(32.0), (32, 1))
-    sea = HydrologyParams(deposition=0.0, sea=True, sea_level=0.45)
+    sea = STILL.replace(sea=True, sea_level=0.45)
     t = terrain(h)
-    assert pour(t, sea, 16, 0, 20.0) == pytest.approx(20.0)
+    assert pour(t, sea, 16, 0, 0.2) == pytest.approx(0.2)
     ocean = h < 0.45
     assert np.allclose(t.pool[ocean], 0.45 - h[ocean]), "ocean filled to sea level"
     assert np.all(t.pool[~ocean] == 0)
-    sea_volume = pool_volume(t, sea)
+    sea_volume = pool_volume(t)
     for _ in range(10):
-        assert pour(t, sea, 16, 5, 20.0) == pytest.approx(20.0), "the coast drains to the sea"
+        assert pour(t, sea, 16, 5, 0.2) == pytest.approx(0.2), "the coast drains to the sea"
         # from further up it runs down first (and evaporates a little on the way)
-        assert pour(t, sea, 16, 12, 20.0) > 15.0
-    assert pool_volume(t, sea) == pytest.approx(sea_volume)
+        assert pour(t, sea, 16, 12, 0.2) > 0.15
+    assert pool_volume(t) == pytest.approx(sea_volume)
 
 
 def test_sea_inland_depression_below_sea_level_is_not_ocean():
@@ -212,7 +237,7 @@ def test_sea_inland_depression_below_sea_level_is_not_ocean():
     h[:, :3] = 0.0  # coast
     h[10:14, 10:14] = -1.0  # a closed hollow below sea level, far from the edge
     t = terrain(h)
-    run_batch(t, HydrologyParams(sea=True, sea_level=1.0), 1, 0, 1)
+    run_batch(t, RAIN.replace(sea=True, sea_level=1.0), 1, 0, 1)
     assert np.allclose(t.pool[:, :3], 1.0)
     assert np.all(t.pool[10:14, 10:14] < 1.0), "a hollow behind the coast is no sea"
 
@@ -220,7 +245,7 @@ def test_sea_inland_depression_below_sea_level_is_not_ocean():
 def test_runs_with_sea_end_particles_in_the_ocean():
     n = 32
     h = 0.05 * radius(n, n, 16, -1.0) ** 2  # a slope down to the x = 0 edge
-    p = HydrologyParams(deposition=0.0, sea=True, sea_level=1.0)
+    p = RAIN.replace(deposition=0.0, sea=True, sea_level=1.0)
     t = run(terrain(h, stream=np.ones((n, n))), 5, p)
     ocean = h < 1.0
     assert np.allclose(t.pool[ocean], 1.0 - h[ocean])
@@ -231,18 +256,19 @@ def test_runs_with_sea_end_particles_in_the_ocean():
 
 def test_flat_plateau_and_single_cell_pit_end():
     flat = np.full((24, 24), 5.0)
-    stats = np.zeros(5)
+    stats = np.zeros(len(hydrology.STATS))
     for stream in (0.0, 1.0):  # stream 1: every idle particle floods (whole-map fills)
         t = run(terrain(flat, stream=np.full((24, 24), stream)), 3, STILL, stats=stats)
         assert np.isfinite(t.pool).all()
     assert stats[1] > 0, "the plateau case reached flood"
-    assert stats[2] <= stats[1] * (STILL.max_tries + 64), "bounded tries per flood"
+    assert stats[2] <= stats[1] * (24 * 24 + 24), "a flood visits each cell at most once"
     pit = flat.copy()
     pit[12, 12] = 4.0
     t = terrain(pit)
-    pour(t, STILL, 12, 12, 50.0)  # more than the pit holds: spreads over the plateau
-    pour(t, STILL, 12, 12, 50.0)
-    assert pool_volume(t, STILL) == pytest.approx(100.0, abs=2 * STILL.min_volume)
+    walls = STILL.replace(open_edges=False)
+    pour(t, walls, 12, 12, 0.5)  # more than the pit holds: spreads over the plateau
+    pour(t, walls, 12, 12, 0.5)
+    assert pool_volume(t) == pytest.approx(1.0, rel=1e-9)
     wet = surface(t)[t.pool > 0]
     assert wet.max() - wet.min() < 1e-9
     assert spill_violations(t) == 0
@@ -271,11 +297,11 @@ def test_same_seed_same_result_other_seed_differs(hills):
 
 
 def test_fill_cost_does_not_depend_on_the_map():
-    """The fill's scratch is never cleared per try: stamps from earlier fills stay."""
+    """The flood's scratch is never cleared per flood: stamps from earlier fills stay."""
     t = terrain(bowl(16))
-    stamp, gen, _, _ = hydrology._scratch(t)
+    stamp, gen = hydrology._scratch(t)[:2]
     g0 = int(gen[0])
-    pour(t, STILL, 7, 7, 10.0)
+    pour(t, STILL, 7, 7, 0.1)
     assert int(gen[0]) > g0
     assert (stamp == gen[0]).sum() < t.pool.size, "the last fill touched part of the map"
 
@@ -287,8 +313,8 @@ def test_fill_cost_does_not_depend_on_the_map():
 def test_random_terrains_stay_finite_and_booked(h, sea, level, seed, dt, deposition, evap,
                                                 friction):
     t = terrain(h)
-    p = HydrologyParams(batch=40, sea=sea, sea_level=level, dt=dt, deposition=deposition,
-                        evaporation=evap, friction=friction)
+    p = RAIN.replace(batch=40, sea=sea, sea_level=level, dt=dt, deposition=deposition,
+                     evaporation=evap, friction=friction)
     run(t, 3, p, seed=seed)
     for name, arr in t.arrays().items():
         assert np.isfinite(arr).all(), name
@@ -304,7 +330,7 @@ def test_random_terrains_stay_finite_and_booked(h, sea, level, seed, dt, deposit
 
 @given(arrays(np.float64, st.tuples(st.integers(4, 16), st.integers(4, 16)),
               elements=st.floats(0, 20)),
-       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.5, 300)),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.005, 3)),
                 min_size=1, max_size=8))
 def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
     t = terrain(h)
@@ -314,3 +340,164 @@ def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
         pour(t, STILL, r, c, vol)
         assert spill_violations(t) == 0
         assert np.isfinite(t.pool).all()
+
+
+# ------------------------------------------------------------------------ presets on land
+
+def spill_levels(ground):
+    """Independent priority flood (heapq): the lowest level at which water on each cell
+    can leave the map; the map edges are the outlets (open edges)."""
+    rows, cols = ground.shape
+    level = np.full(ground.shape, np.inf)
+    heap = []
+    for r in range(rows):
+        for c in range(cols):
+            if r in (0, rows - 1) or c in (0, cols - 1):
+                level[r, c] = ground[r, c]
+                heap.append((ground[r, c], r, c))
+    heapq.heapify(heap)
+    while heap:
+        lv, r, c = heapq.heappop(heap)
+        for nr in range(max(r - 1, 0), min(r + 2, rows)):
+            for nc in range(max(c - 1, 0), min(c + 2, cols)):
+                if level[nr, nc] == np.inf:
+                    level[nr, nc] = max(ground[nr, nc], lv)
+                    heapq.heappush(heap, (level[nr, nc], nr, nc))
+    return level
+
+
+def upland(cell=30.0, relief=920.0, n=256, seed=4):
+    """Uneroded uplands like ``simcore generate`` (fBm, persistence 0.45), in metres."""
+    return Terrain.from_heights(fractal_terrain(n, seed=seed, relief=1.0, persistence=0.45)
+                                * relief, cell_size=cell)
+
+
+def run_preset(t, name, particles, **overrides):
+    preset = find_preset(name).with_overrides(overrides)
+    before = t.total_material()
+    Simulation(t, preset.enabled_params(), seed=preset.seed, particles=particles).run()
+    return before
+
+
+def check_lakes(t, before):
+    """Pools below their spill level, each lake flat, mass booked exactly."""
+    spill = spill_levels(t.height())
+    surf = surface(t)
+    wet = t.pool > 0
+    tol = 1e-9 * np.abs(surf).max()
+    above = wet & (surf > spill + tol)
+    assert not above.any(), f"{above.sum()} pool cells above their spill level, by up " \
+        f"to {(surf - spill)[above].max() * t.cell_size:.3g} m"
+    labels = lake_labels(wet)
+    for k in range(1, labels.max() + 1):
+        level = surf[labels == k]
+        assert level.max() - level.min() <= tol, "a lake is flat"
+    assert abs(t.total_material() + t.outflow - before) <= 1e-9 * abs(before)
+    assert abs((t.eroded.sum() - t.deposited.sum()) - t.outflow) <= 1e-9 * abs(before)
+    assert np.isfinite(t.pool).all() and (t.pool >= 0).all()
+
+
+def lake_labels(wet):
+    labels = np.zeros(wet.shape, int)
+    k = 0
+    for r0, c0 in np.argwhere(wet):
+        if labels[r0, c0]:
+            continue
+        k += 1
+        labels[r0, c0] = k
+        stack = [(r0, c0)]
+        while stack:
+            r, c = stack.pop()
+            for nr in range(max(r - 1, 0), min(r + 2, wet.shape[0])):
+                for nc in range(max(c - 1, 0), min(c + 2, wet.shape[1])):
+                    if wet[nr, nc] and not labels[nr, nc]:
+                        labels[nr, nc] = k
+                        stack.append((nr, nc))
+    return labels
+
+
+def test_rivers_and_lakes_fills_lakes_on_generated_uplands():
+    """256² of 30 m cells, 920 m of relief (``simcore generate``'s uplands)."""
+    t = upland()
+    before = run_preset(t, "rivers_and_lakes", 30_000)
+    big = hydrology.lakes(t, 20)
+    assert len(big) >= 3, big
+    assert (t.pool > 0).sum() >= 2000, "lakes at the article's level (2,000-12,000 cells)"
+    check_lakes(t, before)
+    assert t.eroded.sum() > 0, "the rivers cut"
+
+
+def test_rivers_and_lakes_with_the_articles_rain_on_a_cell_unit_terrain():
+    """The old ``generate --size 256`` terrain (cell 1, relief 64) with the article's
+    water per particle (relief / 100 on one cell)."""
+    t = Terrain.from_heights(fractal_terrain(256, seed=4), cell_size=1.0)
+    rain = hydrology.article_rain_volume(64.0, 1.0)
+    before = run_preset(t, "rivers_and_lakes", 30_000, **{"hydrology.rain_volume": rain})
+    assert len(hydrology.lakes(t, 20)) >= 3, hydrology.lakes(t, 20)
+    check_lakes(t, before)
+
+
+def test_default_preset_leaves_a_lake_on_generated_uplands():
+    t = upland()
+    before = run_preset(t, "default", 40_000)
+    assert len(hydrology.lakes(t, 20)) >= 1
+    check_lakes(t, before)
+
+
+def test_rain_volume_is_booked_in_cubic_metres_at_any_cell_size():
+    """The same bowl at cell 1 m and 2 m (same world): a pour of V m³ stands at the same
+    world level."""
+    levels = []
+    for cell, n in ((1.0, 64), (2.0, 32)):
+        yy, xx = np.mgrid[0:n, 0:n] * cell
+        world = 0.02 * np.hypot(yy - 31.5, xx - 31.5) ** 2
+        t = Terrain.from_heights(world, cell_size=cell)
+        low = np.unravel_index(np.argmin(world), world.shape)
+        pour(t, STILL, *low, 50.0)
+        assert pool_volume(t) == pytest.approx(50.0, rel=1e-9)
+        levels.append(surface(t)[t.pool > 0].max() * cell)
+    assert levels[0] == pytest.approx(levels[1], rel=0.1)
+
+
+def test_same_world_at_two_resolutions_gets_the_same_lakes():
+    """A 7.7 km upland at 128² (60 m cells) and 256² (30 m), the same rain (particle
+    count and m³ each): the same lake area, water and places."""
+    fine = fractal_terrain(256, seed=4, relief=1.0, persistence=0.45) * 920.0
+    coarse = fine.reshape(128, 2, 128, 2).mean(axis=(1, 3))
+    out = {}
+    for cell, heights in ((60.0, coarse), (30.0, fine)):
+        t = Terrain.from_heights(heights, cell_size=cell)
+        before = run_preset(t, "rivers_and_lakes", 30_000)
+        check_lakes(t, before)
+        out[cell] = t
+    a, b = out[60.0], out[30.0]
+    area = [(t.pool > 0).sum() * t.cell_size ** 2 for t in (a, b)]
+    assert area[0] > 1e6, "lakes of more than 1 km² form"
+    assert area[1] == pytest.approx(area[0], rel=0.2), area
+    assert pool_volume(b) == pytest.approx(pool_volume(a), rel=0.25)
+    wet_b = (b.pool > 0).reshape(128, 2, 128, 2).mean(axis=(1, 3)) >= 0.5
+    wet_a = a.pool > 0
+    overlap = (wet_a & wet_b).sum() / (wet_a | wet_b).sum()
+    assert overlap > 0.5, f"the lakes lie in the same places (IoU {overlap:.2f})"
+
+
+@given(arrays(np.float64, st.tuples(st.integers(4, 14), st.integers(4, 14)),
+              elements=st.floats(0, 20)),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.005, 5)),
+                min_size=1, max_size=6), st.booleans())
+def test_pours_make_no_water_and_stay_under_the_spill_level(h, pours, walls):
+    """No water from nothing: pools plus what left the map never exceed what was poured
+    (the rest evaporated between basins). With open edges no pool stands above the
+    independent priority flood's spill level."""
+    p = STILL.replace(open_edges=not walls)
+    t = terrain(h)
+    poured = gone = 0.0
+    for fy, fx, vol in pours:
+        r = min(int(fy * h.shape[0]), h.shape[0] - 1)
+        c = min(int(fx * h.shape[1]), h.shape[1] - 1)
+        gone += pour(t, p, r, c, vol)
+        poured += vol
+        assert pool_volume(t) + gone <= poured * (1 + 1e-9)
+    if not walls:
+        spill = spill_levels(h)
+        assert np.all(surface(t)[t.pool > 0] <= spill[t.pool > 0] + 1e-9)

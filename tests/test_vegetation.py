@@ -75,7 +75,8 @@ def test_trees_die_by_chance():
 
 def test_simulation_with_hydrology_keeps_trees_out_of_pools(hills):
     t = terrain(hills, stream=np.where(hills < 4, 1.0, 0.0))
-    sim = Simulation(t, {"hydrology": HydrologyParams(batch=200), "trees": LUSH}, seed=3,
+    rain = HydrologyParams(batch=200, rain_volume=0.2)
+    sim = Simulation(t, {"hydrology": rain, "trees": LUSH}, seed=3,
                      particles=201 * 30)
     saw_pool = False
     while not sim.progress().done:
@@ -92,7 +93,7 @@ def test_vegetation_reduces_erosion(hills):
     forest = grow(terrain(hills), 150, TreeParams(spawn_tries=50, spread_chance=0.3,
                                                   max_steepness=1.0))
     assert forest.vegetation.mean() > 0.5
-    p = HydrologyParams(batch=250)
+    p = HydrologyParams(batch=250, rain_volume=0.2)
     for t in (bare, forest):
         for b in range(8):
             hydrology.run_batch(t, p, 7, b * p.batch, p.batch)
