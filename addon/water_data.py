@@ -24,6 +24,7 @@ import math
 import bpy
 import numpy as np
 
+from . import compat
 from . import grid as gridio
 from .export import quad_mesh
 from .simcore.channels import lake_mesh, stream_polylines
@@ -112,7 +113,7 @@ def write_shore(obj: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
 def _river_material() -> bpy.types.Material:
     mat = bpy.data.materials.get(RIVER_MATERIAL)
     if mat is None:
-        mat = bpy.data.materials.new(RIVER_MATERIAL)
+        mat = compat.new_node_material(RIVER_MATERIAL)
         bsdf = mat.node_tree.nodes.get("Principled BSDF")
         if bsdf is not None:
             bsdf.inputs["Base Color"].default_value = (0.03, 0.25, 0.6, 1)
@@ -258,7 +259,7 @@ def waves_material(cell_size: float = 1.0) -> bpy.types.Material:
     mat = bpy.data.materials.get(WAVES)
     if mat is not None:
         return mat
-    mat = bpy.data.materials.new(WAVES)
+    mat = compat.new_node_material(WAVES)
     tree = mat.node_tree
     n = tree.nodes
     for node in list(n):
