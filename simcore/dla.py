@@ -201,7 +201,9 @@ def _gauss_pair(state):
 
 @njit(cache=True)
 def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, ring):
-    """Add walkers until ``n == target`` particles or walkers keep getting lost.
+    """Add walkers until ``n == target`` particles, or until walkers keep getting lost
+    (200 in a row, or 5000 steps per wanted particle in all: e.g. a bias that drives
+    them away from the only starting cells).
 
     ``occ`` (rows, cols) int32 holds the particle index per cell (-1 empty); ``px``,
     ``py``, ``parent`` hold column, row and parent index per particle; ``bd`` is the
@@ -214,7 +216,9 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
     walker = 0
     lost = 0
     lost_in_a_row = 0
-    while n < target and lost_in_a_row < 500:
+    budget = 5_000.0 * (target - n) + 1e6  # total steps before giving up
+    steps = 0
+    while n < target and lost_in_a_row < 200 and steps < budget:
         state = stream_state(s64, st64, np.uint64(walker))
         walker += 1
         # launch
@@ -231,9 +235,21 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
             r = min(int(u * rows), rows - 1)
             c = min(int(v * cols), cols - 1)
         if occ[r, c] >= 0:
-            continue  # landed on the cluster: a new walker (not counted as lost)
+            # on the cluster (a ring outside the grid is clamped onto its edge): try
+            # one cell anywhere, else count the walker as lost
+            state, u = next_uniform(state)
+            state, v = next_uniform(state)
+            r = min(int(u * rows), rows - 1)
+            c = min(int(v * cols), cols - 1)
+            if occ[r, c] >= 0:
+                lost += 1
+                lost_in_a_row += 1
+                steps += 1
+                continue
         stuck = False
-        for _ in range(walk.max_steps):
+        taken = 0
+        while taken < walk.max_steps:
+            taken += 1
             # next to the cluster?
             count = 0
             for dr in range(-1, 2):
@@ -307,6 +323,7 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
             if 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] < 0:
                 r = rr
                 c = cc
+        steps += taken
         if stuck:
             lost_in_a_row = 0
         else:
@@ -516,7 +533,7 @@ def _walk(bias: str, strength: float, stickiness: float, launch: str,
         raise ParameterError(f"stickiness {stickiness} must be in (0, 1]")
     rows, cols = shape
     return WalkParams(BIASES.index(bias), float(strength), float(stickiness),
-                      LAUNCHES.index(launch), int(20 * (rows + cols) ** 2 + 10_000))
+                      LAUNCHES.index(launch), int((rows + cols) ** 2 + 10_000))
 
 
 def _seed_cluster(start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
