@@ -24,6 +24,9 @@ _set_numba_cache()
 from . import batch, operators, overlay, panels, presets_ui, properties  # noqa: E402
 
 _modules = (properties, presets_ui, operators, panels, overlay, batch)
+from . import ridges  # noqa: E402  (issue 15: Generate ridges panel section)
+
+_modules = (*_modules, ridges)
 
 
 def register() -> None:
