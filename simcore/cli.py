@@ -99,7 +99,11 @@ def cmd_erode(args: argparse.Namespace) -> int:
             raise CliError("--cell-size cannot change the cell size of a saved state")
     elif args.input.lower().endswith(".npy"):
         cell = 1.0 if args.cell_size is None else args.cell_size
-        terrain = Terrain.from_heights(load_heights(args.input), cell)
+        heights = load_heights(args.input)
+        if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
+            from .dla import add_ridges
+            heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
+        terrain = Terrain.from_heights(heights, cell)
     else:
         raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
     if terrain.bedrock.size > 8192 * 8192:

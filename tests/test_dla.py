@@ -305,3 +305,31 @@ def test_bad_settings_are_clear_errors():
         dla.RidgeParams(start="everywhere")
     with pytest.raises(ParameterError, match="ridge spacing"):
         dla.ridge_terrain((501, 501), 1000.0, dla.RidgeParams(ridge_spacing=1.0))
+
+
+# -- the chained preset ------------------------------------------------------------------
+
+def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
+    from simcore import cli
+    from simcore.presets import dump_preset, find_preset, parse_preset
+    from simcore.state_io import load_state
+
+    preset = find_preset("ridges_eroded")
+    assert isinstance(preset.ridges, dla.RidgeParams) and preset.ridges.amplitude == 1000
+    assert {"droplets", "thermal"} <= set(preset.enabled_params())
+    import tomllib
+    again = parse_preset(tomllib.loads(dump_preset(preset)), "round trip")
+    assert again.ridges == preset.ridges
+    flat = tmp_path / "flat.npy"
+    np.save(flat, np.zeros((65, 65)))
+    out = tmp_path / "out.npz"
+    assert cli.main(["erode", "--preset", "ridges_eroded", "--input", str(flat),
+                     "--cell-size", "100", "--particles", "3000", "--output", str(out),
+                     "--quiet"]) == 0
+    terrain, _ = load_state(out)
+    h = terrain.world_height()
+    assert np.isfinite(h).all() and h.max() > 300, "mountains were raised"
+    assert terrain.eroded.sum() > 0, "then eroded"
+    # the same ridges as simcore.dla makes on its own, before erosion touched them
+    ridges = dla.ridge_terrain((65, 65), 100.0, preset.ridges).heights
+    assert np.corrcoef(h.ravel(), ridges.ravel())[0, 1] > 0.9
