@@ -287,6 +287,17 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
                         ring = dist
                     stuck = True
                     break
+            if walk.launch == 1:
+                far = math.hypot(r - centre[0], c - centre[1])
+                if far > 2.0 * ring + 20.0:
+                    # wandered off: back onto the launch ring (classic DLA practice)
+                    state, u = next_uniform(state)
+                    rad = ring + 5.0
+                    r = min(max(int(round(centre[0] + rad * math.sin(2 * math.pi * u))), 0),
+                            rows - 1)
+                    c = min(max(int(round(centre[1] + rad * math.cos(2 * math.pi * u))), 0),
+                            cols - 1)
+                    continue
             reach = near[r, c] - 3.0
             if near[r, c] >= NEAR_REACH:
                 reach = max(reach, (bd[r // BLOCK, c // BLOCK] - 1) * BLOCK - 1.0)
