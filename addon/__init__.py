@@ -56,12 +56,13 @@ else:
         preferences,
         presets_ui,
         properties,
+        ridges,
         warmup,
         water_data,
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, warmup)
+                export, water_data, bake, ridges, warmup)
 
 
 def register() -> None:

@@ -130,7 +130,11 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
         return terrain, rounds_done
     if name.endswith(".npy"):
         cell = _cell_size(args.cell_size)
-        return Terrain.from_heights(load_heights(args.input), cell), 0
+        heights = load_heights(args.input)
+        if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
+            from .dla import add_ridges
+            heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
+        return Terrain.from_heights(heights, cell), 0
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
 
 

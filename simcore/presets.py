@@ -56,6 +56,9 @@ class Preset:
     params: dict[str, Params] = dataclasses.field(default_factory=dict)
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
+    #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
+    #: input heightmap before the erosion runs (issue 15)
+    ridges: Params | None = None
 
     def enabled_params(self) -> dict[str, Params]:
         return {n: p for n, p in self.params.items() if self.enabled.get(n)}
@@ -114,6 +117,9 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                     raise PresetError(f"{where}: [simulation] unknown key '{key}'; allowed "
                                       f"keys: {', '.join(SIMULATION_KEYS)}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
+        elif table == "ridges":
+            from .dla import RidgeParams
+            preset.ridges = RidgeParams.from_dict(values, f"{where}: [ridges]")
         elif table in PROCESSES:
             values = dict(values)
             enabled = values.pop("enabled", True)
@@ -197,6 +203,11 @@ def dump_preset(preset: Preset) -> str:
     lines = ["[preset]", f"name = {_toml_value(preset.name)}",
              f"description = {_toml_value(preset.description)}", "",
              "[simulation]", f"seed = {preset.seed}", f"particles = {preset.particles}"]
+    if preset.ridges is not None:
+        lines += ["", "[ridges]"]
+        for f in dataclasses.fields(preset.ridges):  # type: ignore[arg-type]
+            lines.append(f"{f.name} = {_toml_value(getattr(preset.ridges, f.name))}"
+                         f"  # {f.metadata['doc']}")
     for name in PROCESSES:
         if name not in preset.params:
             continue
