@@ -101,6 +101,8 @@ def test_trees_and_water_play_back_too(blender, tmp_path):
 
 def _emission_of(name):
     mat = bpy.data.materials.new("show")
+    if mat.node_tree is None:  # 4.2/4.5 make the node tree only with use_nodes
+        mat.use_nodes = True
     nt = mat.node_tree
     for node in list(nt.nodes):
         nt.nodes.remove(node)
