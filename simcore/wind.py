@@ -2,37 +2,47 @@
 
 Follows the idea of the seed author's 2023 rewrite (github weigert/SimpleWindErosion,
 seed 000 / ALGORITHMS.md §6): a wind particle carries sand towards a *capacity* set by
-how exposed it is, exchanging with the ground at a finite rate, and a flow that has
-separated at a crest carries less. Written here in world units so the same world at
-two resolutions makes the same dunes:
+how exposed it is, exchanging with the ground at a finite rate, and flow that has
+separated at a crest carries less. Written in world units, so the same world at two
+resolutions makes the same dunes. Each particle walks along the wind one cell
+(``cell_size`` metres) per step:
 
-- the particle walks along the wind in steps of one cell (``cell_size`` metres). On the
-  ground its capacity is ``capacity`` m³, raised on stoss slopes (the wind speeds up
-  climbing: ``x (1 + speedup * slope)``) and lowered on lee slopes;
-- its load relaxes to the capacity over the **saturation length** (m): per step of
-  ``ds`` metres the gap shrinks by ``1 - exp(-ds / saturation_length)``; a positive gap
-  lifts sand (never more than the cell holds), a negative one lays it down;
-- **wind shadow**: the particle's height never falls faster than the flow-separation
-  glide (``shadow_angle``, degrees below the horizontal); where the ground drops away
-  faster (a lee face) the particle is airborne and its capacity fades with the clearance
-  over ``boundary_layer`` metres, so it drops its load just past the brink;
+- **capacity**: ``capacity`` m³ on flat ground, times a speed-up: on stoss slopes
+  ``1 + speedup * slope`` (the slope counted up to ``stoss_angle``; lee slopes lower
+  it) and over raised ground ``+ crest_speedup * (height - upwind ground)``, the
+  upwind ground being a running mean over ``fetch`` metres of the ground the particle
+  passed; the gain is capped at ``max_gain``. The slope term makes flat sand unstable
+  and sets the dune spacing (a few saturation lengths); the crest term lets the whole
+  stoss side erode, so dunes migrate downwind with a gentle stoss and don't steepen
+  into symmetric ridges (compare the Jackson-Hunt / Kroy shear-stress perturbation:
+  a slope part and a height part);
+- **saturation**: the load relaxes to the capacity over ``saturation_length`` m: per
+  step of ``ds`` metres the gap shrinks by ``1 - exp(-ds / saturation_length)``; a
+  positive gap lifts sand (never more than the cell holds), a negative one lays it down;
+- **wind shadow** (the 2023 code's boundary layer and flight): the particle's height
+  never falls faster than the separated flow's glide (``shadow_angle`` below the
+  horizontal). Where the ground drops away faster (a lee face) the particle is
+  airborne: its capacity fades with the clearance over ``boundary_layer`` m and it
+  drops its load over ``fallout_length`` m, just past the brink. A new particle looks
+  ``shadow_reach`` m upwind to know whether it starts in a shadow;
 - **avalanches**: every cell the wind changes is relaxed so no loose sand rests steeper
   than ``repose_angle`` against any of its 8 neighbours (a stack-driven cascade: a cell
   that receives sand is checked in turn); an avalanche stops ``hysteresis`` degrees
-  below it. Slip faces stand between the two angles;
-- bare rock (no sand on the cell) is sand-blasted by a loaded particle: ``abrasion`` x
-  load per metre turns bedrock into sand in place (scaled by ``terrain.erodibility``).
+  below the angle (static vs dynamic angle of repose). Slip faces stand between the two;
+- **abrasion**: on bare rock a loaded particle wears ``abrasion`` x load per metre of
+  bedrock into sand in place (scaled by ``terrain.erodibility``).
 
-Sand comes from the terrain's loose sediment (an initial sand cover: give the terrain
-sediment) and from rock the wind abrades; in the desert preset the thermal process
-also weathers exposed rock into sand.
+Where the sand comes from: the terrain's loose sediment (an initial sand cover: give
+the terrain sediment) and rock the wind abrades; in the desert preset the thermal
+process also weathers exposed rock into sand.
 
-Particles start at uniformly random points of the map (as the 2023 code does), with a
-direction within ``spread`` degrees of the wind; after ``reach`` metres the capacity
-drops to zero and the particle settles its load over the saturation length. Sand
-carried off the map is added to ``terrain.outflow``, or with ``wrap`` it comes back
-at the opposite edge (a sand sea fed from upwind: no sand is lost). ``terrain.wind`` is a moving
-average (rate ``adaptation`` per batch) of "a particle touched the ground here".
+Particles start at uniformly random points of the map (as the 2023 code does) heading
+within ``spread`` degrees of the wind. After ``reach`` metres their capacity drops to
+zero and they settle their load over the saturation length. Sand carried off the map
+is added to ``terrain.outflow``, or with ``wrap`` the map is periodic: a particle
+leaving one edge enters at the opposite one with its load (a sand sea fed from upwind;
+no sand is lost). ``terrain.wind`` is a moving average (rate ``adaptation`` per batch)
+of "a particle touched the ground here".
 
 Wind direction: ``direction`` is the angle in degrees the wind blows *towards*,
 0 = +x (increasing column), counter-clockwise, 90 = +y (increasing row index).
@@ -41,7 +51,8 @@ Runs on one thread, particles in index order: the result depends only on
 (terrain, params, seed, first, count), whatever numba's thread count.
 
 Kernel units: heights are cell units (world height / cell size), volumes cell units x
-cells; :meth:`WindParams.kernel` converts the world-unit parameters.
+cells; :meth:`WindParams.kernel` converts the world-unit parameters into a
+:class:`WindKernel` named tuple.
 """
 
 from __future__ import annotations
