@@ -223,13 +223,14 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
         c = i - r * cols
         inside = r >= 1 and c >= 1 and r < rows - 1 and c < cols - 1
         moved = False
+        hi_ = height[i]
         for m in range(8):
             rr = r + _DR[m]
             cc = c + _DC[m]
             if not inside and (rr < 0 or cc < 0 or rr >= rows or cc >= cols):
                 continue
             j = rr * cols + cc
-            diff = height[i] - height[j]
+            diff = hi_ - height[j]
             if abs(diff) <= (repose + AVALANCHE_TOL) * _DIST[m]:
                 continue
             hi = i if diff > 0.0 else j
@@ -241,6 +242,7 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
             exchange(lo, 0.0, t, height, bedrock, sediment, eroded, deposited, erodibility)
             moves += 1
             moved = True
+            hi_ = height[i]
             if n < stack.size - 1:
                 stack[n] = j
                 n += 1
@@ -260,6 +262,8 @@ def _target(k, back, here, ahead, upwind, clearance, step):
         return 0.0
     slope = min(0.5 * (ahead - back), k.stoss)
     gain = min(max(1.0 + k.speedup * slope + k.crest * (here - upwind), 0.0), k.max_gain)
+    if clearance <= 0.0:
+        return k.capacity * gain
     return k.capacity * gain * math.exp(-clearance * k.inv_layer)
 
 
@@ -322,9 +326,24 @@ def _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded, deposi
     return load
 
 
+@njit(cache=True, inline="always")
+def _steep(i, rows, cols, crit, offsets, height):
+    """True if flat cell ``i`` might rest steeper than ``crit`` (per neighbour) against a
+    neighbour: an edge cell, or an interior one with such a pair."""
+    r = i // cols
+    c = i - r * cols
+    if r < 1 or c < 1 or r >= rows - 1 or c >= cols - 1:
+        return True
+    h = height[i]
+    for m in range(8):
+        if abs(h - height[i + offsets[m]]) > crit[m]:
+            return True
+    return False
+
+
 @njit(cache=True)
 def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodibility,
-         track, stack):
+         track, stack, crit, offsets):
     """One particle from a random start: returns (load carried off the map, steps)."""
     x, y, vx, vy = _start(st, k, rows, cols)
     i = _cell(x, y, rows, cols, True)
@@ -348,8 +367,9 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
         gap *= k.rate if clearance <= 0.0 else k.fall_rate
         load = _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded,
                       deposited, erodibility)
-        avalanche(i, rows, cols, k.repose, k.rest, stack, height, bedrock, sediment,
-                  eroded, deposited, erodibility)
+        if _steep(i, rows, cols, crit, offsets, height):
+            avalanche(i, rows, cols, k.repose, k.rest, stack, height, bedrock, sediment,
+                      eroded, deposited, erodibility)
         step += 1
         if j < 0:
             return load, step
@@ -373,12 +393,14 @@ def _run_batch(seed, first, count, k, height, bedrock, sediment, eroded, deposit
     (load carried off the map, particle steps). Arrays are flat views of the grids."""
     track = np.zeros(rows * cols, dtype=np.uint8)
     stack = np.empty(STACK, dtype=np.int64)
+    crit = (k.repose + AVALANCHE_TOL) * _DIST
+    offsets = _DR * cols + _DC
     lost = 0.0
     steps = 0
     for p in range(count):
         st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + p))
         out, n = _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited,
-                      erodibility, track, stack)
+                      erodibility, track, stack, crit, offsets)
         lost += out
         steps += n
     a = k.adaptation
