@@ -1,15 +1,21 @@
-"""Wind and thermal erosion speed (issue 5).
+"""Wind (dunes) and thermal speed, issue 11: equal work against the 2023 code.
 
-Rows: 250 wind particles on 128², 256², 512² (ms, particle steps, ns per step), 100
-batches of 250 at 256² (ms per batch), growth with side length, and thermal passes per
-second at 1024². Terrains: ``fractal_terrain`` (relief = side / 8) with 2 cells of
-sediment everywhere. Everything is compiled (warmed up on a small grid) before timing.
-The wind kernel runs on one thread; thermal passes use numba's threads.
+Rows:
 
-Reference, the article's C++ built -O3 on one core of a machine like ours: 17, 47 and
-99 ms for 250 particles on 128², 256², 512², and 43 ms per batch over 100 batches at
-256². When g++ is on PATH, ``reference/wind_ref.cpp`` (a port of the article's loop) is
-built and run on the same terrain for a side-by-side figure.
+- ``dunes 128^2``: our wind, desert settings (``wrap``), on an all-sand world (flat
+  bedrock under 0-12 m of uniformly random sand, cell 1 m), 300k particles (100k with
+  ``--quick``), and the seed author's 2023 SimpleWindErosion loop (built here from a
+  fetched copy, see ``reference/wind_2023.py``) on the same grid and sand with the same
+  particle count. Beside the times: the dune figures of both results (spectral share of
+  along-wind profiles at 5-40 cells, dominant wavelength, lee/stoss slope ratio, median
+  slip-face angle, crest angle to the wind) and the material each run kept.
+- ``2023 start``: the same comparison on the 2023 code's own start (its Gaussian sand
+  hill), where its dunes grow.
+- ``two resolutions``: the same world at 256² x 1 m and 128² x 2 m (non-quick only).
+- ``thermal passes``: thermal relaxation passes per second (the thermal kernel).
+
+The 2023 code's wind blows towards +row of its arrays, our direction 90°. Our kernel
+runs on one thread; so does theirs.
 """
 
 from __future__ import annotations
@@ -22,77 +28,85 @@ from simcore import thermal, wind
 from simcore.noise import fractal_terrain
 from simcore.terrain import Terrain
 
-REFERENCE_MS = {128: 17.0, 256: 47.0, 512: 99.0}
-REFERENCE_BATCH_MS = 43.0
+DESERT = dict(wrap=True, batch=1000)
 
 
-def _terrain(side: int, seed: int = 1) -> Terrain:
-    heights = fractal_terrain(side, seed=seed, relief=side / 8)
-    return Terrain.from_heights(heights, world_units=False,
-                                sediment=np.full((side, side), 2.0))
+def sand_sea(n: int, cell: float = 1.0, seed: int = 2) -> Terrain:
+    """Flat bedrock under 0-12 m of uniformly random sand (the same world at any cell
+    size: coarser grids get the block mean of the 1 m grid)."""
+    fine = np.random.default_rng(seed).uniform(0.0, 12.0, (int(n * cell),) * 2)
+    f = int(cell)
+    sed = fine.reshape(n, f, n, f).mean(axis=(1, 3))
+    return Terrain.from_heights(np.zeros((n, n)), cell, world_units=True, sediment=sed / cell)
+
+
+def _dunes(height: np.ndarray, direction: float, cell: float = 1.0) -> dict:
+    m = wind.measure_dunes(height, direction, cell)
+    return {"share": m["spectral_share"], "wavelength_m": m["wavelength_m"],
+            "lee_stoss": m["lee_stoss"], "lee_p50_deg": m["lee_p50_deg"],
+            "crest_deg": m["crest_angle_deg"]}
+
+
+def ours(t: Terrain, particles: int, direction: float) -> dict:
+    p = wind.WindParams(direction=direction, **DESERT)
+    height = t.height()
+    total0 = t.total_material()
+    steps = 0
+    t0 = time.perf_counter()
+    for b in range(particles // p.batch):
+        steps += wind.run_batch(t, p, 1, b * p.batch, p.batch, height)
+    sec = time.perf_counter() - t0
+    return {"s": sec, "particles_per_s": particles / sec, "ns_per_step": sec * 1e9 / steps,
+            "kept": t.total_material() / total0, **_dunes(t.height(), direction, t.cell_size)}
+
+
+def theirs(heights: np.ndarray, particles: int) -> dict | None:
+    try:
+        from reference.wind_2023 import available, run_2023
+    except ImportError:
+        return None
+    if not available():
+        return None
+    info = run_2023(heights, particles)
+    h = info["heights"].astype(np.float64)
+    sec = info["ms"] / 1e3
+    return {"s": sec, "particles_per_s": info["particles"] / sec,
+            "kept": float(h.sum() / heights.sum()), **_dunes(h, 90.0)}
+
+
+def _compare(name: str, t: Terrain, particles: int) -> dict:
+    start = t.height().copy()
+    row = {"name": name, "particles": particles}
+    row.update({f"ours_{k}": v for k, v in ours(t, particles, 90.0).items()})
+    ref = theirs(start, particles)
+    if ref is not None:
+        row.update({f"2023_{k}": v for k, v in ref.items()})
+        row["x_particles_per_s"] = row["ours_particles_per_s"] / ref["particles_per_s"]
+    return row
 
 
 def _warm_up() -> None:
-    t = _terrain(32)
-    wind.run_batch(t, wind.WindParams(), 0, 0, 4)
+    t = sand_sea(32)
+    wind.run_batch(t, wind.WindParams(**DESERT), 0, 0, 4)
     thermal.run_batch(t, thermal.ThermalParams(), 0, 0, 1)
-
-
-def _reference(side: int, particles: int, batches: int = 1) -> dict | None:
-    try:
-        from reference.wind_reference import reference_available, run_reference
-    except ImportError:
-        return None
-    if not reference_available():
-        return None
-    t = _terrain(side)
-    return run_reference(t.bedrock, t.sediment, particles, batches)
 
 
 def run(quick: bool) -> list[dict]:
     _warm_up()
-    rows: list[dict] = []
-    p = wind.WindParams()
-    sides = (128, 256) if quick else (128, 256, 512)
-    per_side = {}
-    for side in sides:
-        t = _terrain(side)
-        height = t.height()
-        t0 = time.perf_counter()
-        steps = wind.run_batch(t, p, 1, 0, 250, height)
-        ms = (time.perf_counter() - t0) * 1e3
-        per_side[side] = ms
-        row = {"name": f"wind 250 particles {side}^2", "ms": ms, "steps": steps,
-               "ns_per_step": ms * 1e6 / steps, "ref_cpp_ms_brief": REFERENCE_MS[side],
-               "x_vs_ref": REFERENCE_MS[side] / ms}
-        ref = _reference(side, 250)
-        if ref is not None:
-            row["ref_port_ms"] = ref["ms"]
-            row["ref_port_steps"] = ref["steps"]
-            row["x_vs_port"] = ref["ms"] / ms
-        rows.append(row)
-    base = sides[0]
-    for side in sides[1:]:
-        rows.append({"name": f"wind growth {base}->{side}",
-                     "side_ratio": side / base, "time_ratio": per_side[side] / per_side[base]})
-    batches = 20 if quick else 100
-    t = _terrain(256)
-    height = t.height()
-    steps = 0
-    t0 = time.perf_counter()
-    for b in range(batches):
-        steps += wind.run_batch(t, p, 1, b * 250, 250, height)
-    ms = (time.perf_counter() - t0) * 1e3 / batches
-    row = {"name": f"wind {batches} batches of 250 at 256^2", "ms_per_batch": ms,
-           "steps_per_batch": steps // batches, "ref_cpp_ms_brief": REFERENCE_BATCH_MS,
-           "x_vs_ref": REFERENCE_BATCH_MS / ms}
-    ref = _reference(256, 250, batches)
-    if ref is not None:
-        row["ref_port_ms_per_batch"] = ref["ms"] / batches
-        row["x_vs_port"] = ref["ms"] / batches / ms
-    rows.append(row)
+    from reference.wind_2023 import gaussian_hill
+
+    particles = 100_000 if quick else 300_000
+    rows = [_compare("dunes 128^2 all-sand", sand_sea(128), particles)]
+    hill = gaussian_hill(128)
+    t = Terrain.from_heights(np.zeros_like(hill), world_units=False, sediment=hill)
+    rows.append(_compare("2023 start (its sand hill) 128^2", t, particles // 4))
+    if not quick:
+        for n, cell, count in ((256, 1.0, 1_200_000), (128, 2.0, 1_200_000)):
+            r = ours(sand_sea(n, cell), count, 0.0)
+            rows.append({"name": f"same 256 m world at {n}^2 x {cell:g} m", **r})
     side = 512 if quick else 1024
-    t = _terrain(side)
+    heights = fractal_terrain(side, seed=1, relief=side / 8)
+    t = Terrain.from_heights(heights, world_units=False, sediment=np.full((side, side), 2.0))
     height = t.height()
     tp = thermal.ThermalParams()
     thermal.run_batch(t, tp, 0, 0, 1, height)
