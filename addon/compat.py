@@ -43,3 +43,10 @@ def modifier_input(mod: bpy.types.NodesModifier, identifier: str):
     if inputs is not None and hasattr(inputs, identifier):
         return getattr(inputs, identifier).value
     return mod[identifier]
+
+
+def eevee_engine() -> str:
+    """The render engine id of EEVEE: ``BLENDER_EEVEE_NEXT`` in 4.2-4.5, ``BLENDER_EEVEE``
+    from 5.0 (where the old name came back for the new engine)."""
+    items = bpy.types.RenderSettings.bl_rna.properties["engine"].enum_items.keys()
+    return "BLENDER_EEVEE_NEXT" if "BLENDER_EEVEE_NEXT" in items else "BLENDER_EEVEE"

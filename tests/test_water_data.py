@@ -121,7 +121,7 @@ def test_lakes_mesh_and_shore_attributes(blender):
 
 def _render(engine, frame, path):
     scene = bpy.context.scene
-    scene.render.engine = engine
+    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
     scene.render.resolution_x = scene.render.resolution_y = 48
     scene.render.resolution_percentage = 100
     if engine == 'CYCLES':
