@@ -50,6 +50,7 @@ else:
         bake,
         batch,
         export,
+        masks,
         operators,
         overlay,
         panels,
@@ -61,7 +62,7 @@ else:
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, warmup)
+                export, water_data, bake, warmup, masks)
 
 
 def register() -> None:
