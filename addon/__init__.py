@@ -50,6 +50,7 @@ else:
         bake,
         batch,
         export,
+        masks,
         operators,
         overlay,
         panels,
@@ -62,7 +63,7 @@ else:
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, ridges, warmup)
+                export, water_data, bake, ridges, masks, warmup)
 
 
 def register() -> None:

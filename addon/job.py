@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
-from . import instances
+from . import instances, masks
 from .simcore import __version__ as simcore_version
 from .simcore.errors import UserError
 from .simcore.fileio import check_memory
@@ -63,6 +63,7 @@ class ErosionJob:
         self.snapshot = gridio.MeshSnapshot.take(me)
         self.original_missing = me.attributes.get(gridio.ORIGINAL_Z) is None
         terrain, resumed = self._read_state(me, z)
+        self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.with_trees = "trees" in params
         if self.with_trees and resumed:
             terrain.trees = instances.read_trees(obj, self.grid)

@@ -7,6 +7,7 @@ import dataclasses
 
 import bpy
 
+from .masks import mask_annotations
 from .simcore.params import ParameterError, describe_range
 from .simcore.presets import SIMULATION_KEYS, Preset
 from .simcore.simulation import PROCESSES, process_params
@@ -159,6 +160,7 @@ def _settings_annotations() -> dict:
             name="Provenance", default="",
             description="Preset, seed, work and simcore version of the last run"),
     })
+    ann.update(mask_annotations())  # masks.py: painted masks and Selection Only
     return ann
 
 

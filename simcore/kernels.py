@@ -155,3 +155,37 @@ def rain_cdf(rain: np.ndarray) -> np.ndarray:
         return np.empty(0)
     squares = 0.25 * (rain[:-1, :-1] + rain[:-1, 1:] + rain[1:, :-1] + rain[1:, 1:])
     return np.cumsum(squares.ravel())
+
+
+@njit(cache=True)
+def hold_protected(protect, bedrock0, sediment0, eroded0, deposited0, height, bedrock,
+                   sediment, eroded, deposited):
+    """Hold back the part ``protect`` (0..1 per cell) of every change a process made
+    since the ``*0`` copies were taken: ``new = old + (1 - protect) * (new - old)``;
+    cells with protect 1 get their old values back bit for bit. Refreshes ``height``.
+    Returns the material (cell units x cells) put back into the ground, which the
+    caller books so the mass budget stays exact. All arrays are 1-D views (``.reshape(-1)``)."""
+    held = 0.0
+    for k in range(protect.size):
+        p = protect[k]
+        if p <= 0.0:
+            continue
+        rock = bedrock[k]
+        sed = sediment[k]
+        if p >= 1.0:
+            new_rock = bedrock0[k]
+            new_sed = sediment0[k]
+            eroded[k] = eroded0[k]
+            deposited[k] = deposited0[k]
+        else:
+            keep = 1.0 - p
+            new_rock = bedrock0[k] + keep * (rock - bedrock0[k])
+            new_sed = max(sediment0[k] + keep * (sed - sediment0[k]), 0.0)
+            eroded[k] = eroded0[k] + keep * (eroded[k] - eroded0[k])
+            deposited[k] = deposited0[k] + keep * (deposited[k]
+                                                              - deposited0[k])
+        held += (new_rock - rock) + (new_sed - sed)
+        bedrock[k] = new_rock
+        sediment[k] = new_sed
+        height[k] = new_rock + new_sed
+    return held

@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import hydraulic, hydrology, snowball, thermal, vegetation, wind
-from .kernels import rain_cdf
+from .kernels import hold_protected, rain_cdf
 from .params import ParameterError, Params
 from .terrain import Terrain
 
@@ -116,6 +118,9 @@ class Simulation:
         self.seconds = 0.0
         self._height = terrain.height()
         self._cdf = rain_cdf(terrain.rain)
+        #: material put back by the protect mask (cell units x cells): the mass budget is
+        #: total_material() + outflow - protect_held == the starting total
+        self.protect_held = 0.0
 
     @property
     def particles_done(self) -> int:
@@ -134,8 +139,10 @@ class Simulation:
         r = self.rounds_done
         for name, params in self.processes.items():
             batch = int(params.batch)  # type: ignore[attr-defined]
+            held = protect_begin(self.terrain)  # masks: the protect map
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
+            self.protect_held += protect_end(self.terrain, held, self._height)
         self.rounds_done += 1
 
     def advance(self, seconds: float) -> Progress:
@@ -172,5 +179,66 @@ class Simulation:
             "processes": {n: p.to_dict() for n, p in self.processes.items()},
             "cell_size": self.terrain.cell_size,
             "outflow": self.terrain.outflow,
+            "protect_held": self.protect_held,
         }
 
+
+
+_PROTECTED = ("bedrock", "sediment", "eroded", "deposited")
+
+
+@dataclasses.dataclass
+class _Held:
+    """What :func:`protect_begin` changed for one process batch."""
+
+    cells: np.ndarray  # flat indices with protect > 0
+    erodibility: np.ndarray  # the terrain's own erodibility map, put back afterwards
+    folded: np.ndarray  # sediment folded into the bedrock of those cells
+    rock: np.ndarray  # their bedrock before the fold
+    before: tuple[np.ndarray, ...]  # copies of _PROTECTED before the batch
+
+
+def protect_begin(terrain: Terrain) -> _Held | None:
+    """Prepare a process batch on a terrain with a protect mask (None: nothing to do).
+
+    Inside the batch (every process, no process code involved): protected cells dig
+    ``1 - protect`` as much (their erodibility is scaled; their sediment is folded into
+    the bedrock for the batch so it obeys that scale too), and a fully protected cell
+    gives nothing at all, so protected ground never feeds sediment to the rest.
+    """
+    protect = terrain.protect.reshape(-1)
+    cells = np.flatnonzero(protect > 0.0)
+    if cells.size == 0:
+        return None
+    before = tuple(getattr(terrain, n).copy() for n in _PROTECTED)
+    own = terrain.erodibility
+    scaled = own.copy()
+    scaled.reshape(-1)[cells] *= 1.0 - protect[cells]
+    terrain.erodibility = scaled
+    rock = terrain.bedrock.reshape(-1)
+    sed = terrain.sediment.reshape(-1)
+    held = _Held(cells, own, sed[cells].copy(), rock[cells].copy(), before)
+    rock[cells] += held.folded
+    sed[cells] = 0.0
+    return held
+
+
+def protect_end(terrain: Terrain, held: _Held | None, height: np.ndarray) -> float:
+    """Undo :func:`protect_begin` after the batch (sediment first: what was dug from a
+    folded cell comes out of its sediment before its bedrock), then hold back the part
+    ``protect`` of whatever else changed there (deposits, slides, blur), bit-exact where
+    protect is 1. Returns the material put back (booked as ``protect_held``)."""
+    if held is None:
+        return 0.0
+    terrain.erodibility = held.erodibility
+    rock = terrain.bedrock.reshape(-1)
+    sed = terrain.sediment.reshape(-1)
+    c = held.cells
+    column = rock[c]
+    real_rock = np.minimum(column, held.rock)
+    rock[c] = real_rock
+    sed[c] += column - real_rock
+    flat = [a.reshape(-1) for a in held.before]
+    now = [getattr(terrain, n).reshape(-1) for n in _PROTECTED]
+    return float(hold_protected(terrain.protect.reshape(-1), *flat, height.reshape(-1),
+                                *now))

@@ -30,6 +30,9 @@ STATE_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
 INPUT_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
     "erodibility": (1.0, 0.0, 10.0, "bedrock softness factor (1 = as soft as sediment)"),
     "rain": (1.0, 0.0, None, "relative droplet start weight per cell (>= 0)"),
+    "protect": (0.0, 0.0, 1.0, "how much of every change is held back, 0..1 (1 = the "
+                "cell never changes)"),
+    "tree_seeding": (1.0, 0.0, 1.0, "chance a tree may take root here, 0..1"),
 }
 
 ALL_FIELDS = {**STATE_FIELDS, **INPUT_FIELDS}
@@ -113,6 +116,8 @@ class Terrain:
     deposited: np.ndarray
     erodibility: np.ndarray
     rain: np.ndarray
+    protect: np.ndarray
+    tree_seeding: np.ndarray
     cell_size: float = 1.0
     outflow: float = 0.0
     #: trees as rows (x, y, size): x = column, y = row (cell units), size 0..1

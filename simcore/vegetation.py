@@ -141,13 +141,19 @@ def root_density(trees, n, radius, vegetation):
 
 
 @njit(cache=True, error_model="numpy")
-def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation):
-    """Try to root a tree in cell (r, c); returns (state, trees, n)."""
+def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation, seeding):
+    """Try to root a tree in cell (r, c); ``seeding`` (0..1) is the chance the cell
+    accepts one (1 draws no extra random number). Returns (state, trees, n)."""
     rows, cols = height.shape
     st, crowd = next_uniform(st)
     st, jx = next_uniform(st)
     st, jy = next_uniform(st)
-    if n < k.max_trees and crowd >= vegetation[r, c] and _fits(r, c, k, height, pool, stream):
+    allowed = True
+    if seeding[r, c] < 1.0:
+        st, g = next_uniform(st)
+        allowed = g < seeding[r, c]
+    if allowed and n < k.max_trees and crowd >= vegetation[r, c] and \
+            _fits(r, c, k, height, pool, stream):
         x = min(max(c + jx - 0.5, 0.0), cols - 1.0)
         y = min(max(r + jy - 0.5, 0.0), rows - 1.0)
         trees, n = _push(trees, n, x, y, k.start_size)
@@ -155,7 +161,8 @@ def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation):
 
 
 @njit(cache=True, error_model="numpy")
-def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetation):
+def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetation,
+                seeding):
     rows, cols = height.shape
     n = trees_in.shape[0]
     trees = np.empty((n + 16, 3))
@@ -167,7 +174,7 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
             st, u = next_uniform(st)
             st, w = next_uniform(st)
             st, trees, n = _seedling(st, int(u * rows), int(w * cols), k, trees, n, height,
-                                     pool, stream, vegetation)
+                                     pool, stream, vegetation, seeding)
         n0 = n
         for i in range(n0):
             trees[i, 2] += k.growth_rate * (k.max_size - trees[i, 2])
@@ -179,7 +186,7 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
                 c = int(np.floor(trees[i, 0] + 0.5)) + int(b * (2 * reach + 1)) - reach
                 if 0 <= r < rows and 0 <= c < cols:
                     st, trees, n = _seedling(st, r, c, k, trees, n, height, pool, stream,
-                                             vegetation)
+                                             vegetation, seeding)
         kept = 0
         for i in range(n):
             st, u = next_uniform(st)
@@ -206,5 +213,5 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
     trees = np.ascontiguousarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
     terrain.trees = _run_cycles(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
                                 params.kernel(), trees, height, terrain.pool,
-                                terrain.stream, terrain.vegetation)
+                                terrain.stream, terrain.vegetation, terrain.tree_seeding)
     return int(terrain.trees.shape[0])
