@@ -321,8 +321,9 @@ def _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded, deposi
         exchange(i, 0.0, -gap, height, bedrock, sediment, eroded, deposited, erodibility)
         load += gap
     if bare and clearance <= 0.0 and load > 0.0:  # rock worn into sand, in place
-        worn = k.abrasion * load * erodibility[i]
-        exchange(i, worn, worn, height, bedrock, sediment, eroded, deposited, erodibility)
+        worn = exchange(i, k.abrasion * load, 0.0, height, bedrock, sediment, eroded,
+                        deposited, erodibility)  # scaled by erodibility in exchange
+        exchange(i, 0.0, worn, height, bedrock, sediment, eroded, deposited, erodibility)
     return load
 
 

@@ -187,6 +187,14 @@ def test_abrasion_turns_bare_rock_into_sand_in_place():
     hard.sediment[:, :6] = 2.0
     run(hard, 4, p)
     assert np.array_equal(hard.bedrock, bed), "erodibility 0: rock does not wear"
+    half = Terrain.from_heights(bed, world_units=False, sediment=np.zeros((N, N)),
+                                erodibility=np.full((N, N), 0.3))
+    half.sediment[:, :6] = 2.0
+    total0 = half.total_material()
+    run(half, 4, p)
+    assert (half.bedrock < bed).any()
+    assert abs((total0 - half.total_material()) - half.outflow) < 1e-10 * total0, \
+        "rock worn at erodibility 0.3 becomes exactly as much sand"
 
 
 def test_same_seed_is_bit_identical_at_any_thread_count_and_other_seed_differs(hills):
