@@ -60,7 +60,7 @@ def _check_output(path: str, allowed: tuple[str, ...]) -> Path:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .noise import fractal_terrain
+    from .noise import upland_terrain
     from .state_io import save_heights
 
     out = _check_output(args.output, (".npy",))
@@ -69,9 +69,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if rows < 3 or cols < 3 or rows * cols > 16384 * 16384:
         raise CliError(f"grid {rows}x{cols}: sides must be >= 3 and the grid at most "
                        "16384x16384")
-    heights = fractal_terrain(rows, cols, seed=args.seed, relief=args.relief)
-    save_heights(out, heights * args.cell_size)
-    print(f"wrote {out} ({rows}x{cols}, heights 0..{heights.max() * args.cell_size:g})",
+    if args.cell_size <= 0 or (args.relief is not None and args.relief < 0):
+        raise CliError("--cell-size must be > 0 and --relief >= 0")
+    heights = upland_terrain(rows, cols, seed=args.seed, cell_size=args.cell_size,
+                             relief=args.relief)
+    save_heights(out, heights)
+    print(f"wrote {out} ({rows}x{cols} cells of {args.cell_size:g}, heights "
+          f"0..{heights.max():g}); erode it with --cell-size {args.cell_size:g}",
           file=sys.stderr)
     return 0
 
@@ -106,7 +110,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
         raise CliError(f"grid {terrain.shape[0]}x{terrain.shape[1]} is larger than "
                        "8192x8192; downsample it first")
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
-                     particles=preset.particles, rounds_done=rounds_done)
+                     particles=preset.work(terrain), rounds_done=rounds_done)
     t0 = time.perf_counter()
 
     def report(p) -> None:
@@ -166,8 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--rows", type=int, help="rows, if not square")
     g.add_argument("--cols", type=int, help="columns, if not square")
     g.add_argument("--seed", type=int, default=0, help="noise seed (0)")
-    g.add_argument("--relief", type=float, help="height range in cells (side/4)")
-    g.add_argument("--cell-size", type=float, default=1.0, help="world size of a cell (1)")
+    g.add_argument("--relief", type=float,
+                   help="height range in world units (0.12 x the extent: 920 for 256 "
+                   "cells of 30)")
+    g.add_argument("--cell-size", type=float, default=30.0,
+                   help="world size of a cell, e.g. metres (30, like a 1-arc-second DEM)")
     g.add_argument("--output", required=True, help="where to write the .npy")
     g.set_defaults(func=cmd_generate)
 

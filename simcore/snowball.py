@@ -4,6 +4,10 @@ A cheap preview mode: each snowball reads the surface normal at a small random o
 rolls with friction, erodes on steep ground and deposits on flat ground at its
 *previous* position. After each batch the change it made is blurred (mass-conserving
 3x3 kernel) so the low-resolution result stays smooth. Runs on one thread.
+
+World units: the erosion per step is a world volume, the speed and the read-out
+offset world lengths; they are converted with the terrain's cell size (at a cell size
+of 1 the numbers are what they were in cell units). The blur is per cell.
 """
 
 from __future__ import annotations
@@ -22,16 +26,18 @@ STREAM_ID = 2
 
 @dataclasses.dataclass(frozen=True)
 class SnowballParams(Params):
-    """Snowball parameters. The seed leaves defaults open; these are ours (cell units)."""
+    """Snowball parameters. The seed leaves defaults open; these are ours (world units:
+    at a cell size of 1 the same as cell units)."""
 
-    erosion_rate: float = param(0.05, 0.0, 10.0, "cell/step", "erosion at full steepness",
-                                soft_hi=1.0)
+    erosion_rate: float = param(0.05, 0.0, 1e9, "world^3/step",
+                                "volume eroded per step at full steepness", soft_hi=1000.0)
     deposition_rate: float = param(0.1, 0.0, 1.0, "1/step",
                                    "fraction of the load dropped per step on flat ground")
-    speed: float = param(0.3, 0.0, 10.0, "cell/step", "acceleration along the slope",
-                         soft_hi=2.0)
+    speed: float = param(0.3, 0.0, 1e6, "world/step^2", "acceleration along the slope",
+                         soft_hi=100.0)
     friction: float = param(0.7, 0.0, 1.0, "-", "velocity kept from one step to the next")
-    radius: float = param(0.8, 0.0, 4.0, "cells", "random offset where the normal is read")
+    radius: float = param(0.8, 0.0, 1e6, "world", "random offset where the normal is read",
+                          soft_hi=100.0)
     max_iterations: int = param(80, 1, 10000, "steps", "steps per snowball", soft_hi=500)
     iteration_scale: float = param(0.04, 0.0, 1.0, "1/step",
                                    "erosion ramps up over the first 1/scale steps")
@@ -40,10 +46,12 @@ class SnowballParams(Params):
     batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
                        soft_hi=65536)
 
-    def as_array(self) -> np.ndarray:
-        return np.array([self.erosion_rate, self.deposition_rate, self.speed, self.friction,
-                         self.radius, self.max_iterations, self.iteration_scale,
-                         self.min_slope], dtype=np.float64)
+    def as_array(self, cell_size: float = 1.0) -> np.ndarray:
+        """Kernel constants in cell units for a grid of ``cell_size`` world units."""
+        c = float(cell_size)
+        return np.array([self.erosion_rate / c ** 3, self.deposition_rate, self.speed / c,
+                         self.friction, min(self.radius / c, 4.0), self.max_iterations,
+                         self.iteration_scale, self.min_slope], dtype=np.float64)
 
 
 @njit(cache=True, error_model="numpy")
@@ -145,7 +153,7 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     scratch_eroded = np.zeros_like(height)
     scratch_deposited = np.zeros_like(height)
     lost, nsteps = _run_batch(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                              params.as_array(), cdf, height, terrain.bedrock,
+                              params.as_array(terrain.cell_size), cdf, height, terrain.bedrock,
                               terrain.sediment, scratch_eroded, scratch_deposited,
                               terrain.erodibility)
     terrain.outflow += lost
