@@ -13,8 +13,12 @@ i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step ap
 Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world height
 drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
 volume, so in the grid's cell units it is divided by ``cell_size^3``. The brush radius is
-a world length (1 to ``MAX_BRUSH_CELLS`` cells). At a cell size of 1 every number is what
-the seed article uses.
+a world length (1 to ``MAX_BRUSH_CELLS`` cells). A step digs at most 0.99 x its height
+drop times the brush area (the article: times one cell, which made the dug volume per
+metre shrink with the cell size), and a droplet that fills a pit keeps its speed (the
+article stops it, and finer grids resolve more small pits, so droplets there carried
+less). Otherwise, at a cell size of 1 every number is what the
+seed article uses.
 """
 
 from __future__ import annotations
@@ -79,6 +83,12 @@ class DropletParams(Params):
         """Brush radius in cells on a grid of ``cell_size`` world units."""
         return min(max(self.brush_radius / cell_size, 1.0), MAX_BRUSH_CELLS)
 
+    def brush_area(self, cell_size: float = 1.0) -> float:
+        """Area (cells) under the brush's weights ``1 - d^2/r^2``: pi r^2 / 2, at least 1.
+        A step digs at most the height drop times this area, a world volume that does
+        not depend on the cell size."""
+        return max(0.5 * math.pi * self.brush_cells(cell_size) ** 2, 1.0)
+
     def as_array(self, shape: tuple[int, int], cell_size: float = 1.0) -> np.ndarray:
         """Per-step kernel constants in cell units for a grid of ``cell_size``."""
         c = float(cell_size)
@@ -88,8 +98,8 @@ class DropletParams(Params):
 
         return np.array([self.Kq / c ** 3, per_step(self.Kw), per_step(self.Kr),
                          per_step(self.Kd), self.Ki ** c, self.min_slope,
-                         2.0 * self.gravity * c,
-                         self.brush_cells(c), self.max_steps(shape)], dtype=np.float64)
+                         2.0 * self.gravity * c, self.brush_cells(c), self.max_steps(shape),
+                         0.99 * self.brush_area(c)], dtype=np.float64)
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -139,8 +149,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     grid (the caller books ``state[d, S]`` as outflow), or the row it stepped onto
     outside the band (to hand it over). Grids come as 1-D views (flat unsigned indices
     spare numba's negative-index handling on every access)."""
-    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps = (
-        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]))
+    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps, dig_area = (
+        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]), p[9])
     ucols = np.uint64(cols)
     one = np.uint64(1)
     xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
@@ -196,7 +206,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         n01 = height[nk + ucols]
         n11 = height[nk + ucols + one]
         nh = (n00 * (1 - nfx) + n10 * nfx) * (1 - nfy) + (n01 * (1 - nfx) + n11 * nfx) * nfy
-        if nh >= h:  # uphill: fill the pit, stop if that uses up the load
+        if nh >= h:  # uphill: fill the pit (keeping the speed), stop if the load is used up
             ds = (nh - h) + 0.001
             if ds >= s:
                 put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
@@ -206,7 +216,6 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             put_bilinear_flat(xp, yp, ds, cols, height, bedrock, sediment, deposited)
             h += ds
             s -= ds
-            v = 0.0
         dh = h - nh
         q = max(dh, min_slope) * v * w * Kq
         ds = s - q
@@ -216,12 +225,12 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             dh += ds
             s -= ds
         else:
-            ds = min(-ds * Kr, dh * 0.99)
+            ds = min(-ds * Kr, dh * dig_area)  # at most the drop over the brush area
             got = _erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
                                eroded, deposited, erodibility)
             dh -= got
             s += got
-        v = np.sqrt(v * v + Kg * dh)
+        v = np.sqrt(max(v * v + Kg * dh, 0.0))
         w *= 1.0 - Kw
         xp, yp, xi, yi = nxp, nyp, nxi, nyi
         h, h00, h10, h01, h11 = nh, n00, n10, n01, n11

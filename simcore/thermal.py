@@ -6,9 +6,11 @@ way when it is too steep. One *pass* over the whole grid does:
 
 1. Weathering (soil production, Heimsath et al. 1997): bedrock turns into sediment in
    place, ``weathering * erodibility * exp(-sediment / soil_depth)`` per pass.
-2. Soil creep (nonlinear hillslope diffusion, Roering et al. 1999): loose material
-   flows to every lower neighbour at ``creep * S / (1 - (S / S_c)^2)`` with S the
-   slope towards it and S_c = tan(talus_angle) (the factor is capped at 4).
+2. Soil creep (nonlinear hillslope diffusion, Roering et al. 1999): the surface flows
+   to every lower neighbour at ``creep * S / (1 - (S / S_c)^2)`` with S the slope
+   towards it and S_c = tan(talus_angle) (the factor is capped at 4). Creep is
+   transport-limited (soil-mantled slopes): it moves sediment first, then rock, scaled
+   by the erodibility (at most 1); what arrives is sediment.
 3. Relaxation sweeps, repeated until nothing is too steep (or ``relax_sweeps`` ran):
 
    * Landslides (threshold hillslopes, Burbank et al. 1996, Montgomery & Brandon
@@ -135,9 +137,9 @@ def _creep_factor(drop, dist, talus):
 @njit(cache=True, parallel=True, error_model="numpy")
 def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_share,
           creep_share, row_excess):
-    """Weather, loosen over-steep rock, and work out what every cell sends:
-    ``talus_share`` (per unit of talus excess towards a neighbour) and ``creep_share``
-    (scale of the creep flux). ``row_excess[r]``: the largest excess found in row r."""
+    """Weather and work out what every cell sends: ``talus_share`` (per unit of talus
+    excess towards a neighbour) and ``creep_share`` (scale of the creep flux).
+    ``row_excess[r]``: the largest excess in row r."""
     rows, cols = height.shape
     for r in prange(rows):
         r0 = max(r - 1, 0)
@@ -174,11 +176,11 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
             s = sediment[r, c]
             if s > 1e-12:
                 worst = max(worst, dmax)
-            want_talus = k.settling * 0.5 * dmax
-            want = want_talus + csum
-            scale = min(1.0, s / want) if want > 0.0 else 0.0
-            talus_share[r, c] = scale * want_talus / dsum if dsum > 0.0 else 0.0
-            creep_share[r, c] = scale
+            want_talus = min(s, k.settling * 0.5 * dmax)  # only loose material slides
+            talus_share[r, c] = want_talus / dsum if dsum > 0.0 else 0.0
+            # creep is transport-limited (soil-mantled slopes): the regolith it moves is
+            # sediment first, then rock; hard rock (erodibility < 1) creeps slower
+            creep_share[r, c] = min(erodibility[r, c], 1.0) if csum > 0.0 else 0.0
         row_excess[r] = worst
 
 
@@ -211,10 +213,13 @@ def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep
                         if k.creep > 0.0:
                             out += (creep_share[r, c] * k.creep
                                     * _creep_factor(-up, dist, k.talus) * -up)
-            out = min(out, sediment[r, c])
-            s = sediment[r, c] - out + gain
+            s0 = sediment[r, c]
+            from_sed = min(out, s0)
+            rock = bedrock[r, c] - (out - from_sed)  # creep beyond the soil takes rock
+            s = s0 - from_sed + gain
             sediment[r, c] = s
-            new_height[r, c] = bedrock[r, c] + s
+            bedrock[r, c] = rock
+            new_height[r, c] = rock + s
             dep = deposited[r, c]
             fd = min(out, dep)
             deposited[r, c] = dep - fd + gain
