@@ -7,7 +7,10 @@ rolls with friction, erodes on steep ground and deposits on flat ground at its
 
 World units: the erosion per step is a world volume, the speed and the read-out
 offset world lengths; they are converted with the terrain's cell size (at a cell size
-of 1 the numbers are what they were in cell units). The blur is per cell.
+of 1 the numbers are what they were in cell units). ``blur_radius`` (world) sets the
+blur's width: the 3x3 kernel (variance 1/2 cell^2 per axis) is applied
+``max(1, round(2 r^2 / cell^2))`` times, so the smoothing is the same at any
+resolution; 0 = one pass, as before.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ class SnowballParams(Params):
                                    "erosion ramps up over the first 1/scale steps")
     min_slope: float = param(0.001, 0.0, 1.0, "cell/cell", "a snowball stops below this slope")
     blur: float = param(0.5, 0.0, 1.0, "-", "blend of the blurred change after each batch")
+    blur_radius: float = param(0.0, 0.0, 1e6, "world",
+                               "width (std. dev.) of the blur; 0 = one 3x3 pass",
+                               soft_hi=200.0)
     batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
                        soft_hi=65536)
 
@@ -160,8 +166,13 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     d_rock = terrain.bedrock - rock0
     d_sed = terrain.sediment - sed0
     if params.blur > 0:
-        d_rock = (1 - params.blur) * d_rock + params.blur * blur_change(d_rock)
-        d_sed = (1 - params.blur) * d_sed + params.blur * blur_change(d_sed)
+        passes = max(1, round(2.0 * (params.blur_radius / terrain.cell_size) ** 2))
+        blur_rock, blur_sed = d_rock, d_sed
+        for _ in range(min(passes, 1000)):
+            blur_rock = blur_change(blur_rock)
+            blur_sed = blur_change(blur_sed)
+        d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
+        d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
     rock = rock0 + d_rock
     sed = sed0 + d_sed
     deficit = np.minimum(sed, 0.0)  # blurred removal beyond the sediment: take it from rock
