@@ -22,9 +22,9 @@ way when it is too steep. One *pass* over the whole grid does:
      neighbours is ``d``; the cell sends ``min(sediment, settling * max(d) / 2)`` to
      its lower neighbours in proportion to ``d``.
 
-   The sweeps stop when no cell with loose material stands more than ``TOLERANCE``
-   (cell units, about half a degree) above the talus slope of a neighbour and no
-   bedrock above its critical slope.
+   The sweeps stop when one moves no more than ``TOLERANCE`` (cell units) anywhere,
+   i.e. loose material rests at its talus angle and rock at its critical angle to
+   within a fraction of a degree.
 
 Angles are geometric, so the landforms they bound are the same at any resolution;
 ``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
@@ -57,8 +57,8 @@ from .terrain import Terrain
 STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
 
 _SQRT2 = math.sqrt(2.0)
-#: a sweep ends the relaxation when no excess is larger (cell units; ~0.5 deg at 33 deg)
-TOLERANCE = 0.01
+#: the relaxation ends after a sweep that moved no more than this anywhere (cell units)
+TOLERANCE = 0.005
 _CREEP_CAP = 4.0  # largest nonlinear creep factor 1 / (1 - (S/Sc)^2)
 _CREEP_STABLE = 0.1  # largest creep coefficient per sub-step (cells^2) for stability
 
@@ -310,6 +310,8 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         for _ in range(substeps - 1):
             sweep(creep_only)
             sweeps += 1
+        if first_sweep.creep > 0.0 or first_sweep.weathering > 0.0:
+            excess = math.inf  # creep and new soil may rest too steep: always relax
         for _ in range(params.relax_sweeps):
             if excess <= TOLERANCE:
                 break
