@@ -270,6 +270,7 @@ def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
             loose = rmax * min(kf[i], 1.0)
             worst = max(worst, loose)
             _loosen(i, loose, bf, sf, ef, df)
+            hf[i] = bf[i] + sf[i]  # the same surface, kept exactly in step
         if n == 0 or sf[i] <= 1e-12:
             continue
         # the amount that brings the steepest neighbour exactly to the talus slope
