@@ -90,7 +90,7 @@ def _seed(value: int) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .fileio import check_memory
-    from .noise import fractal_terrain
+    from .noise import upland_terrain
     from .state_io import heights_bytes, save_heights
     from .terrain import MAX_ABS_VALUE
 
@@ -102,17 +102,18 @@ def cmd_generate(args: argparse.Namespace) -> int:
     seed = _seed(args.seed)
     cell = _cell_size(args.cell_size)
     relief = args.relief
-    if relief is not None and not 0 <= relief <= MAX_ABS_VALUE:  # also refuses NaN
-        raise CliError(f"--relief must be a number from 0 to {MAX_ABS_VALUE:g} (cells), "
-                       f"got {relief!r}")
+    if relief is not None and not 0 <= relief <= MAX_ABS_VALUE * cell:  # also refuses NaN
+        raise CliError(f"--relief must be a number from 0 to {MAX_ABS_VALUE * cell:g} "
+                       f"(world units), got {relief!r}")
     out = _check_output(args.output, (".npy",), heights_bytes((rows, cols)))
     check_memory(rows * cols * 8 * 6, f"a {rows}x{cols} terrain")
-    heights = fractal_terrain(rows, cols, seed=seed, relief=relief) * cell
+    heights = upland_terrain(rows, cols, seed=seed, cell_size=cell, relief=relief)
     if not np.isfinite(heights).all() or np.abs(heights).max() > MAX_ABS_VALUE * cell:
         raise CliError(f"--relief {relief} with --cell-size {cell} gives heights out of "
                        "range; use smaller values")
     save_heights(out, heights)
-    print(f"wrote {out} ({rows}x{cols}, heights 0..{heights.max():g})", file=sys.stderr)
+    print(f"wrote {out} ({rows}x{cols} cells of {cell:g}, heights "
+          f"0..{heights.max():g}); erode it with --cell-size {cell:g}", file=sys.stderr)
     return 0
 
 
@@ -163,7 +164,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
     estimate = (state_bytes if out.suffix.lower() == ".npz" else heights_bytes)((rows, cols))
     _check_output(args.output, (".npy", ".npz"), estimate)
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
-                     particles=preset.particles, rounds_done=rounds_done)
+                     particles=preset.work(terrain), rounds_done=rounds_done)
     t0 = time.perf_counter()
 
     def report(p) -> None:
@@ -234,8 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--rows", type=int, help="rows, if not square")
     g.add_argument("--cols", type=int, help="columns, if not square")
     g.add_argument("--seed", type=int, default=0, help="noise seed (0)")
-    g.add_argument("--relief", type=float, help="height range in cells (side/4)")
-    g.add_argument("--cell-size", type=float, default=1.0, help="world size of a cell (1)")
+    g.add_argument("--relief", type=float,
+                   help="height range in world units (0.12 x the extent: 920 for 256 "
+                   "cells of 30)")
+    g.add_argument("--cell-size", type=float, default=30.0,
+                   help="world size of a cell, e.g. metres (30, like a 1-arc-second DEM)")
     g.add_argument("--output", required=True, help="where to write the .npy")
     g.set_defaults(func=cmd_generate)
 

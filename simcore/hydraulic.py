@@ -6,6 +6,19 @@ Deterministic on any number of threads: the grid is cut into horizontal strips o
 Even strips run together, then odd strips, and so on until every droplet of the batch
 has ended. Strips running together never touch the same cells, and each strip runs its
 droplets in ascending index order, so the result is the same on 1 or N threads.
+
+World units (resolution independence, docs/hillslopes.md): a droplet steps one cell,
+i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step applies
+``1 - (1 - K)^cell_size`` of them (evaporation Kw, erosion Kr, deposition Kd, inertia
+Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world height
+drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
+volume, so in the grid's cell units it is divided by ``cell_size^3``. The brush radius is
+a world length (1 to ``MAX_BRUSH_CELLS`` cells). A step digs at most 0.99 x its height
+drop times the brush area (the article: times one cell, which made the dug volume per
+metre shrink with the cell size), and a droplet that fills a pit keeps its speed (the
+article stops it, and finer grids resolve more small pits, so droplets there carried
+less). Otherwise, at a cell size of 1 every number is what the
+seed article uses.
 """
 
 from __future__ import annotations
@@ -29,6 +42,8 @@ from .terrain import Terrain
 
 STRIP_ROWS = 32
 STREAM_ID = 1  # RNG stream of this process
+#: the brush covers 1 .. this many cells of radius, whatever its world radius
+MAX_BRUSH_CELLS = 8.0
 
 # droplet state columns
 X, Y, DX, DY, V, W, S = range(7)
@@ -36,18 +51,25 @@ X, Y, DX, DY, V, W, S = range(7)
 
 @dataclasses.dataclass(frozen=True)
 class DropletParams(Params):
-    """Droplet erosion parameters (seed 001 defaults). Heights are in cell units."""
+    """Droplet erosion parameters (seed 001 defaults, per world unit: the same as the
+    article's per-step values at a cell size of 1)."""
 
-    Kq: float = param(10.0, 0.0, 1000.0, "-", "sediment capacity factor", soft_hi=50.0)
-    Kw: float = param(0.001, 0.0, 1.0, "1/step", "water evaporation per step", soft_hi=0.1)
-    Kr: float = param(0.9, 0.0, 1.0, "-", "erosion speed: fraction of free capacity taken")
-    Kd: float = param(0.02, 0.0, 1.0, "-", "deposition speed: fraction of excess dropped")
-    Ki: float = param(0.1, 0.0, 1.0, "-", "direction inertia; higher = smoother turns")
-    min_slope: float = param(0.05, 0.0, 10.0, "cell/cell", "capacity floor on flats",
+    Kq: float = param(10.0, 0.0, 1e9, "world^3", "sediment capacity factor (world volume "
+                      "per unit slope x speed x water)", soft_hi=1000.0)
+    Kw: float = param(0.001, 0.0, 1.0, "1/world", "water evaporated per world unit "
+                      "travelled", soft_hi=0.1)
+    Kr: float = param(0.9, 0.0, 1.0, "1/world",
+                      "erosion speed: fraction of free capacity taken per world unit")
+    Kd: float = param(0.02, 0.0, 1.0, "1/world",
+                      "deposition speed: fraction of the excess dropped per world unit")
+    Ki: float = param(0.1, 0.0, 1.0, "-", "direction inertia kept over one world unit; "
+                      "higher = smoother turns")
+    min_slope: float = param(0.05, 0.0, 10.0, "-", "capacity floor on flats (rise/run)",
                              soft_hi=1.0)
-    gravity: float = param(20.0, 0.0, 1000.0, "cell/step^2", "acceleration of the flow",
+    gravity: float = param(20.0, 0.0, 1000.0, "world/step^2", "acceleration of the flow",
                            soft_hi=100.0)
-    brush_radius: float = param(2.0, 1.0, 4.0, "cells", "radius of the erosion brush")
+    brush_radius: float = param(2.0, 0.0, 1e6, "world",
+                                "radius of the erosion brush (1 to 8 cells)", soft_hi=200.0)
     max_path_factor: float = param(4.0, 0.1, 64.0, "x side",
                                    "a droplet stops after this many grid sides of steps")
     batch: int = param(2048, 1, 1_000_000, "droplets",
@@ -57,10 +79,27 @@ class DropletParams(Params):
     def max_steps(self, shape: tuple[int, int]) -> int:
         return max(1, int(self.max_path_factor * max(shape)))
 
-    def as_array(self, shape: tuple[int, int]) -> np.ndarray:
-        return np.array([self.Kq, self.Kw, self.Kr, self.Kd, self.Ki, self.min_slope,
-                         2.0 * self.gravity, self.brush_radius, self.max_steps(shape)],
-                        dtype=np.float64)
+    def brush_cells(self, cell_size: float = 1.0) -> float:
+        """Brush radius in cells on a grid of ``cell_size`` world units."""
+        return min(max(self.brush_radius / cell_size, 1.0), MAX_BRUSH_CELLS)
+
+    def brush_area(self, cell_size: float = 1.0) -> float:
+        """Area (cells) under the brush's weights ``1 - d^2/r^2``: pi r^2 / 2, at least 1.
+        A step digs at most the height drop times this area, a world volume that does
+        not depend on the cell size."""
+        return max(0.5 * math.pi * self.brush_cells(cell_size) ** 2, 1.0)
+
+    def as_array(self, shape: tuple[int, int], cell_size: float = 1.0) -> np.ndarray:
+        """Per-step kernel constants in cell units for a grid of ``cell_size``."""
+        c = float(cell_size)
+
+        def per_step(rate: float) -> float:  # exact at c = 1
+            return rate if c == 1.0 else 1.0 - (1.0 - rate) ** c
+
+        return np.array([self.Kq / c ** 3, per_step(self.Kw), per_step(self.Kr),
+                         per_step(self.Kd), self.Ki ** c, self.min_slope,
+                         2.0 * self.gravity * c, self.brush_cells(c), self.max_steps(shape),
+                         0.99 * self.brush_area(c)], dtype=np.float64)
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -110,8 +149,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     grid (the caller books ``state[d, S]`` as outflow), or the row it stepped onto
     outside the band (to hand it over). Grids come as 1-D views (flat unsigned indices
     spare numba's negative-index handling on every access)."""
-    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps = (
-        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]))
+    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps, dig_area = (
+        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]), p[9])
     ucols = np.uint64(cols)
     one = np.uint64(1)
     xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
@@ -167,7 +206,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         n01 = height[nk + ucols]
         n11 = height[nk + ucols + one]
         nh = (n00 * (1 - nfx) + n10 * nfx) * (1 - nfy) + (n01 * (1 - nfx) + n11 * nfx) * nfy
-        if nh >= h:  # uphill: fill the pit, stop if that uses up the load
+        if nh >= h:  # uphill: fill the pit (keeping the speed), stop if the load is used up
             ds = (nh - h) + 0.001
             if ds >= s:
                 put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
@@ -177,7 +216,6 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             put_bilinear_flat(xp, yp, ds, cols, height, bedrock, sediment, deposited)
             h += ds
             s -= ds
-            v = 0.0
         dh = h - nh
         q = max(dh, min_slope) * v * w * Kq
         ds = s - q
@@ -187,12 +225,12 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             dh += ds
             s -= ds
         else:
-            ds = min(-ds * Kr, dh * 0.99)
+            ds = min(-ds * Kr, dh * dig_area)  # at most the drop over the brush area
             got = _erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
                                eroded, deposited, erodibility)
             dh -= got
             s += got
-        v = np.sqrt(v * v + Kg * dh)
+        v = np.sqrt(max(v * v + Kg * dh, 0.0))
         w *= 1.0 - Kw
         xp, yp, xi, yi = nxp, nyp, nxi, nyi
         h, h00, h10, h01, h11 = nh, n00, n10, n01, n11
@@ -284,8 +322,9 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
     if cdf is None:
         cdf = rain_cdf(terrain.rain)
     lost, nsteps = _run_batch(
-        np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count, params.as_array(terrain.shape),
-        cdf, strip_margin(params.brush_radius), height, terrain.bedrock, terrain.sediment,
-        terrain.eroded, terrain.deposited, terrain.erodibility)
+        np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
+        params.as_array(terrain.shape, terrain.cell_size), cdf,
+        strip_margin(params.brush_cells(terrain.cell_size)), height, terrain.bedrock,
+        terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
     terrain.outflow += lost
     return int(nsteps)

@@ -49,3 +49,26 @@ def fractal_terrain(rows: int, cols: int | None = None, *, seed: int = 0,
     span = heights.max()
     relief = max(rows, cols) / 4.0 if relief is None else relief
     return heights * (relief / span if span > 0 else 0.0)
+
+
+#: ``simcore generate`` defaults: 30 m cells (a 1-arc-second DEM) ...
+DEFAULT_CELL_SIZE = 30.0
+#: ... and relief = 0.12 x the longer side (about 920 m on 256 x 256 cells = 7.7 km),
+#: with persistence 0.45: slope median ~18 deg, p99 ~40 deg, like real uplands.
+RELIEF_FRACTION = 0.12
+UPLAND_PERSISTENCE = 0.45
+
+
+def upland_terrain(rows: int, cols: int | None = None, *, seed: int = 0,
+                   cell_size: float = DEFAULT_CELL_SIZE,
+                   relief: float | None = None) -> np.ndarray:
+    """World heights (0 .. ``relief`` world units) of uneroded uplands on a grid of
+    ``cell_size`` world units: fBm with persistence 0.45 (smoother than 0.5, as real
+    relief is at short wavelengths). ``relief`` defaults to 0.12 x the extent, so the
+    slopes (median ~18 deg, almost none above 45 deg) do not depend on the grid size.
+    """
+    cols = rows if cols is None else cols
+    if relief is None:
+        relief = RELIEF_FRACTION * max(rows, cols) * cell_size
+    return fractal_terrain(rows, cols, seed=seed, relief=1.0,
+                           persistence=UPLAND_PERSISTENCE) * relief

@@ -38,6 +38,12 @@ SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
     "seed": (0, 0, 2**63 - 1, "random seed"),
     "particles": (200_000, 0, 10**10, "total particles of all enabled processes"),
 }
+#: Work per unit of world area: when > 0 it decides the amount of work (particles =
+#: particles_per_area x rows x cols x cell_size^2, see Preset.work); ``particles`` is
+#: then only the fallback where the extent is unknown. Setting ``particles`` explicitly
+#: (``--particles``, ``--set particles=N``) switches it off.
+AREA_KEY = ("particles_per_area", 0.0, 0.0, 1e6,
+            "particles per square world unit (e.g. 0.006 per m^2 = 6000 per km^2)")
 
 
 class PresetError(ParameterError):
@@ -53,12 +59,22 @@ class Preset:
     description: str = ""
     seed: int = 0
     particles: int = 200_000
+    particles_per_area: float = 0.0
     params: dict[str, Params] = dataclasses.field(default_factory=dict)
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
     #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
     #: input heightmap before the erosion runs (issue 15)
     ridges: Params | None = None
+
+    def work(self, terrain: Any) -> int:
+        """Total particles on ``terrain``: rain per area x its world area when
+        ``particles_per_area`` > 0, else ``particles``."""
+        if self.particles_per_area > 0:
+            rows, cols = terrain.shape
+            area = rows * cols * float(terrain.cell_size) ** 2
+            return max(1, round(self.particles_per_area * area))
+        return self.particles
 
     def enabled_params(self) -> dict[str, Params]:
         return {n: p for n, p in self.params.items() if self.enabled.get(n)}
@@ -68,11 +84,16 @@ class Preset:
         overrides; errors name the key."""
         out = dataclasses.replace(self, params=dict(self.params), enabled=dict(self.enabled))
         for key, value in overrides.items():
+            if key == AREA_KEY[0]:
+                out.particles_per_area = _check_area(value, "--set")
+                continue
             if "." not in key:
                 if key not in SIMULATION_KEYS:
                     raise PresetError(f"--set {key}: unknown key; use 'seed', 'particles' "
                                       f"or 'PROCESS.KEY' with PROCESS in {list(PROCESSES)}")
                 setattr(out, key, _check_sim_key(key, value, "--set"))
+                if key == "particles":
+                    out.particles_per_area = 0.0  # an explicit total wins
                 continue
             proc, _, field = key.partition(".")
             if proc not in PROCESSES:
@@ -99,6 +120,15 @@ def _check_sim_key(key: str, value: Any, where: str) -> int:
     return value
 
 
+def _check_area(value: Any, where: str) -> float:
+    key, _, lo, hi, doc = AREA_KEY
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not lo <= value <= hi:
+        raise PresetError(f"{where}: '{key}' ({doc}) must be a number with {lo:g} <= "
+                          f"{key} <= {hi:g}, got {value!r}")
+    return float(value)
+
+
 def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
     """Validate a preset's TOML tables; ``where`` (the file) prefixes every error."""
     preset = Preset(name=name)
@@ -113,9 +143,12 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                 setattr(preset, key, value)
         elif table == "simulation":
             for key, value in values.items():
+                if key == AREA_KEY[0]:
+                    preset.particles_per_area = _check_area(value, f"{where}: [simulation]")
+                    continue
                 if key not in SIMULATION_KEYS:
                     raise PresetError(f"{where}: [simulation] unknown key '{key}'; allowed "
-                                      f"keys: {', '.join(SIMULATION_KEYS)}")
+                                      f"keys: {', '.join([*SIMULATION_KEYS, AREA_KEY[0]])}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
         elif table == "ridges":
             from .dla import RidgeParams
@@ -203,6 +236,8 @@ def dump_preset(preset: Preset) -> str:
     lines = ["[preset]", f"name = {_toml_value(preset.name)}",
              f"description = {_toml_value(preset.description)}", "",
              "[simulation]", f"seed = {preset.seed}", f"particles = {preset.particles}"]
+    if preset.particles_per_area > 0:
+        lines.append(f"particles_per_area = {preset.particles_per_area!r}")
     if preset.ridges is not None:
         lines += ["", "[ridges]"]
         for f in dataclasses.fields(preset.ridges):  # type: ignore[arg-type]

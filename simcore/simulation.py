@@ -48,12 +48,15 @@ PROCESSES: dict[str, Process] = {
     "wind": Process("wind", wind.WindParams, wind.run_batch,
                     "Wind erosion", "wind particles move sand into dunes, abrade rock (seed 000)",
                     ("bedrock", "sediment", "eroded", "deposited", "wind")),
-    "thermal": Process("thermal", thermal.ThermalParams, thermal.run_batch,
-                       "Thermal erosion", "rock weathers, loose material slides to its talus"),
     "hydrology": Process("hydrology", hydrology.HydrologyParams, hydrology.run_batch,
                          "Rivers and lakes", "water particles cut streams and fill pools "
                          "(seed 002)", ("bedrock", "sediment", "eroded", "deposited",
                                         "stream", "pool")),
+    # last of the processes that move ground, so every round ends with bounded slopes
+    "thermal": Process("thermal", thermal.ThermalParams, thermal.run_batch,
+                       "Thermal erosion and hillslopes",
+                       "rock weathers and steep rock slides; loose material rests at its "
+                       "angle of repose (docs/hillslopes.md)"),
     "trees": Process("trees", vegetation.TreeParams, vegetation.run_batch, "Trees",
                      "trees spread where it is dry and gentle; roots hold the soil (seed 002)",
                      ("vegetation", "trees")),

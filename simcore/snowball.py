@@ -4,6 +4,13 @@ A cheap preview mode: each snowball reads the surface normal at a small random o
 rolls with friction, erodes on steep ground and deposits on flat ground at its
 *previous* position. After each batch the change it made is blurred (mass-conserving
 3x3 kernel) so the low-resolution result stays smooth. Runs on one thread.
+
+World units: the erosion per step is a world volume, the speed and the read-out
+offset world lengths; they are converted with the terrain's cell size (at a cell size
+of 1 the numbers are what they were in cell units). ``blur_radius`` (world) sets the
+blur's width: the 3x3 kernel (variance 1/2 cell^2 per axis) is applied
+``max(1, round(2 r^2 / cell^2))`` times, so the smoothing is the same at any
+resolution; 0 = one pass, as before.
 """
 
 from __future__ import annotations
@@ -22,28 +29,35 @@ STREAM_ID = 2
 
 @dataclasses.dataclass(frozen=True)
 class SnowballParams(Params):
-    """Snowball parameters. The seed leaves defaults open; these are ours (cell units)."""
+    """Snowball parameters. The seed leaves defaults open; these are ours (world units:
+    at a cell size of 1 the same as cell units)."""
 
-    erosion_rate: float = param(0.05, 0.0, 10.0, "cell/step", "erosion at full steepness",
-                                soft_hi=1.0)
+    erosion_rate: float = param(0.05, 0.0, 1e9, "world^3/step",
+                                "volume eroded per step at full steepness", soft_hi=1000.0)
     deposition_rate: float = param(0.1, 0.0, 1.0, "1/step",
                                    "fraction of the load dropped per step on flat ground")
-    speed: float = param(0.3, 0.0, 10.0, "cell/step", "acceleration along the slope",
-                         soft_hi=2.0)
+    speed: float = param(0.3, 0.0, 1e6, "world/step^2", "acceleration along the slope",
+                         soft_hi=100.0)
     friction: float = param(0.7, 0.0, 1.0, "-", "velocity kept from one step to the next")
-    radius: float = param(0.8, 0.0, 4.0, "cells", "random offset where the normal is read")
+    radius: float = param(0.8, 0.0, 1e6, "world", "random offset where the normal is read",
+                          soft_hi=100.0)
     max_iterations: int = param(80, 1, 10000, "steps", "steps per snowball", soft_hi=500)
     iteration_scale: float = param(0.04, 0.0, 1.0, "1/step",
                                    "erosion ramps up over the first 1/scale steps")
     min_slope: float = param(0.001, 0.0, 1.0, "cell/cell", "a snowball stops below this slope")
     blur: float = param(0.5, 0.0, 1.0, "-", "blend of the blurred change after each batch")
+    blur_radius: float = param(0.0, 0.0, 1e6, "world",
+                               "width (std. dev.) of the blur; 0 = one 3x3 pass",
+                               soft_hi=200.0)
     batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
                        soft_hi=65536)
 
-    def as_array(self) -> np.ndarray:
-        return np.array([self.erosion_rate, self.deposition_rate, self.speed, self.friction,
-                         self.radius, self.max_iterations, self.iteration_scale,
-                         self.min_slope], dtype=np.float64)
+    def as_array(self, cell_size: float = 1.0) -> np.ndarray:
+        """Kernel constants in cell units for a grid of ``cell_size`` world units."""
+        c = float(cell_size)
+        return np.array([self.erosion_rate / c ** 3, self.deposition_rate, self.speed / c,
+                         self.friction, min(self.radius / c, 4.0), self.max_iterations,
+                         self.iteration_scale, self.min_slope], dtype=np.float64)
 
 
 @njit(cache=True, error_model="numpy")
@@ -145,15 +159,20 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     scratch_eroded = np.zeros_like(height)
     scratch_deposited = np.zeros_like(height)
     lost, nsteps = _run_batch(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                              params.as_array(), cdf, height, terrain.bedrock,
+                              params.as_array(terrain.cell_size), cdf, height, terrain.bedrock,
                               terrain.sediment, scratch_eroded, scratch_deposited,
                               terrain.erodibility)
     terrain.outflow += lost
     d_rock = terrain.bedrock - rock0
     d_sed = terrain.sediment - sed0
     if params.blur > 0:
-        d_rock = (1 - params.blur) * d_rock + params.blur * blur_change(d_rock)
-        d_sed = (1 - params.blur) * d_sed + params.blur * blur_change(d_sed)
+        passes = max(1, round(2.0 * (params.blur_radius / terrain.cell_size) ** 2))
+        blur_rock, blur_sed = d_rock, d_sed
+        for _ in range(min(passes, 1000)):
+            blur_rock = blur_change(blur_rock)
+            blur_sed = blur_change(blur_sed)
+        d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
+        d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
     rock = rock0 + d_rock
     sed = sed0 + d_sed
     deficit = np.minimum(sed, 0.0)  # blurred removal beyond the sediment: take it from rock

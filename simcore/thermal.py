@@ -1,23 +1,41 @@
-"""Thermal erosion (ALGORITHMS.md §7, suggested in seed 000): weathering + talus slides.
+"""Thermal erosion and hillslopes (ALGORITHMS.md §7, docs/hillslopes.md).
 
-"Thermal erosion is trivially implemented on top of the wind system: an abrasive force
-making sediment, which then cascades." One *pass* over the whole grid does:
+Seed 000 suggests "an abrasive force making sediment, which then cascades". We extend
+that with the threshold-hillslope model of geomorphology, so that bedrock too gives
+way when it is too steep. One *pass* over the whole grid does:
 
-1. Weathering: bedrock turns into sediment in place, ``weathering * erodibility *
-   exp(-sediment / soil_depth)`` per pass — bare rock weathers at the full rate, rock
-   buried under loose material less (the exponential soil-production law). Counted in
-   the masks like wind abrasion: eroded (bedrock removed) and deposited (sediment made).
-2. Talus: sediment slides downhill to its angle of repose. For every cell, the excess
-   over the talus slope against each of its 8 neighbours is
-   ``d = max(h - h_n - tan(talus_angle) * distance, 0)`` (distance 1 or sqrt 2 cells);
-   the cell sends ``min(sediment, settling * max(d) / 2)`` to its lower neighbours in
-   proportion to ``d``. Only sediment moves: bedrock is an obstacle and never moves.
+1. Weathering (soil production, Heimsath et al. 1997): bedrock turns into sediment in
+   place, ``weathering * erodibility * exp(-sediment / soil_depth)`` per pass.
+2. Soil creep (nonlinear hillslope diffusion, Roering et al. 1999): the surface flows
+   to every lower neighbour at ``creep * S / (1 - (S / S_c)^2)`` with S the slope
+   towards it and S_c = tan(talus_angle) (the factor is capped at 4). Creep is
+   transport-limited (soil-mantled slopes): it moves sediment first, then rock, scaled
+   by the erodibility (at most 1); what arrives is sediment.
+3. Relaxation sweeps, repeated until nothing is too steep (or ``relax_sweeps`` ran):
 
-All cells are updated together from the state before the pass (two sweeps: what every
-cell sends, then what every cell receives), so the result depends only on the input
-state and the number of passes: it is the same on 1 or N threads, and the seed is not
-used. Edges are closed: nothing leaves the grid, so bedrock + sediment is conserved
-exactly up to rounding, and ``terrain.outflow`` is not changed.
+   * Landslides (threshold hillslopes, Burbank et al. 1996, Montgomery & Brandon
+     2002): where bedrock rises above a neighbour by more than
+     ``tan(rock_angle) * distance``, half the largest excess (times the erodibility,
+     at most 1) breaks loose: bedrock turns into sediment in place.
+   * Talus (Musgrave et al. 1989): loose material steeper than its angle of repose
+     slides: the excess over ``tan(talus_angle) * distance`` against each of the 8
+     neighbours is ``d``; the cell sends ``min(sediment, settling * max(d) / 2)`` to
+     its lower neighbours in proportion to ``d``.
+
+   The sweeps stop when one moves no more than ``TOLERANCE`` (cell units) anywhere,
+   i.e. loose material rests at its talus angle and rock at its critical angle to
+   within a fraction of a degree.
+
+Angles are geometric, so the landforms they bound are the same at any resolution;
+``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
+squared per pass, converted with the terrain's cell size. At a cell size of 1 a pass
+is what it was before these became world units.
+
+All cells are updated together from the state before each sweep (what every cell
+sends, then what every cell receives), so the result depends only on the input state
+and the number of passes: the same on 1 or N threads; the seed is not used. Edges are
+closed: nothing leaves the grid, so bedrock + sediment is conserved exactly up to
+rounding, and ``terrain.outflow`` is not changed.
 
 ``run_batch`` runs ``count`` passes (``batch`` passes per round of a Simulation; in
 its progress a pass counts as one particle) and returns the cell updates done.
@@ -27,84 +45,151 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
+from .kernels import exchange, put_at
 from .params import Params, param
 from .terrain import Terrain
 
 STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
 
 _SQRT2 = math.sqrt(2.0)
+#: the relaxation ends after a sweep that moved no more than this anywhere (cell units)
+TOLERANCE = 0.005
+_CREEP_CAP = 4.0  # largest nonlinear creep factor 1 / (1 - (S/Sc)^2)
+_CREEP_STABLE = 0.03  # largest creep coefficient per sub-step (cells^2): with the
+# factor capped at 4 and stencil weights summing to 10/3, a cell sends at most 0.4 of a drop
 
 
 @dataclasses.dataclass(frozen=True)
 class ThermalParams(Params):
-    """Thermal erosion parameters (ours: the seed only suggests the process)."""
+    """Thermal erosion and hillslope parameters (ours: the seed only suggests the
+    process). Lengths are world units; angles degrees."""
 
     talus_angle: float = param(33.0, 0.0, 89.0, "deg",
                                "angle of repose: loose material slides on steeper slopes")
-    weathering: float = param(0.0005, 0.0, 1.0, "cell/pass",
+    weathering: float = param(0.0005, 0.0, 1000.0, "world/pass",
                               "bedrock turned into sediment per pass where it is bare",
-                              soft_hi=0.01)
-    soil_depth: float = param(0.5, 0.001, 1000.0, "cells",
+                              soft_hi=0.1)
+    soil_depth: float = param(0.5, 0.001, 1e6, "world",
                               "weathering slows by e for each soil_depth of cover",
                               soft_hi=10.0)
     settling: float = param(0.5, 0.0, 1.0, "-",
-                            "fraction of half the largest excess moved per pass")
+                            "fraction of half the largest excess moved per sweep")
+    rock_angle: float = param(40.0, 1.0, 90.0, "deg",
+                              "bedrock steeper than this breaks loose (landslides); "
+                              "90 = rock never fails")
+    creep: float = param(0.0, 0.0, 1e6, "world^2/pass",
+                         "soil creep diffusivity: rounds hilltops (0 = off)", soft_hi=100.0)
+    relax_sweeps: int = param(64, 0, 100_000, "sweeps",
+                              "most landslide/talus sweeps per pass (stops earlier once "
+                              "nothing is too steep)", soft_hi=1000)
     batch: int = param(1, 1, 100_000, "passes", "grid passes per batch", soft_hi=100)
 
-    def as_array(self) -> np.ndarray:
-        return np.array([math.tan(math.radians(self.talus_angle)), self.weathering,
-                         self.soil_depth, self.settling], dtype=np.float64)
+
+class _Kernel(NamedTuple):
+    """Per-sweep constants in cell units."""
+
+    talus: float  # tan(talus angle)
+    rock: float  # tan(rock angle); inf = no landslides
+    weathering: float  # cell units per pass (0 in relaxation-only sweeps)
+    soil_depth: float  # cell units
+    settling: float
+    creep: float  # cells^2 per sub-step (0 = off)
+
+
+def _kernel_params(p: ThermalParams, cell: float) -> tuple[_Kernel, int]:
+    """Cell-unit constants for the first sweep of a pass and its creep sub-steps."""
+    creep = p.creep / (cell * cell)
+    sub = max(1, math.ceil(creep / _CREEP_STABLE)) if creep > 0 else 1
+    rock = math.tan(math.radians(p.rock_angle)) if p.rock_angle < 90.0 else math.inf
+    return _Kernel(math.tan(math.radians(p.talus_angle)), rock, p.weathering / cell,
+                   p.soil_depth / cell, p.settling, creep / sub), sub
+
+
+@njit(cache=True, inline="always")
+def _loosen(k, amount, bedrock, sediment, eroded, deposited):
+    """Turn ``amount`` of bedrock into sediment in place at cell ``k`` (masks: eroded
+    rock, deposited loose material). The surface stays where it is, so ``height`` is
+    not written: neighbours read it during the same sweep."""
+    bedrock[k] -= amount
+    sediment[k] += amount
+    dep = deposited[k]
+    fd = min(amount, dep)
+    deposited[k] = dep - fd + amount
+    eroded[k] += amount - fd
+
+
+@njit(cache=True, inline="always")
+def _creep_factor(drop, dist, talus):
+    """Nonlinear creep weight towards a neighbour ``drop`` lower at ``dist`` cells:
+    isotropic 9-point stencil weight x S / (1 - (S/Sc)^2) capped, times dist (so that
+    weight x drop is the flux)."""
+    s = drop / dist
+    ratio = s / talus if talus > 0.0 else 1.0
+    f = 1.0 / max(1.0 - ratio * ratio, 1.0 / _CREEP_CAP)
+    w = 4.0 / 6.0 if dist == 1.0 else 1.0 / 6.0
+    return w * f
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _send(p, height, bedrock, sediment, eroded, deposited, erodibility, sent, share):
-    """Weather every cell, then work out what it sends: ``sent`` (total) and ``share``
-    (sent / sum of excesses, so a neighbour receives share * its excess)."""
-    talus, weathering, soil_depth, settling = p[0], p[1], p[2], p[3]
+def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_share,
+          creep_share, row_excess):
+    """Weather and work out what every cell sends: ``talus_share`` (per unit of talus
+    excess towards a neighbour) and ``creep_share`` (scale of the creep flux).
+    ``row_excess[r]``: the largest excess in row r."""
     rows, cols = height.shape
-    for r in prange(rows):
-        for c in range(cols):
-            if weathering > 0.0:
-                s = sediment[r, c]
-                w = weathering * erodibility[r, c] * math.exp(-s / soil_depth)
-                rock = bedrock[r, c] - w
-                s += w
-                bedrock[r, c] = rock
-                sediment[r, c] = s
-                height[r, c] = rock + s
-                dep = deposited[r, c]
-                fd = min(w, dep)
-                deposited[r, c] = dep - fd + w
-                eroded[r, c] += w - fd
     for r in prange(rows):
         r0 = max(r - 1, 0)
         r1 = min(r + 1, rows - 1)
+        worst = 0.0
         for c in range(cols):
             c0 = max(c - 1, 0)
             c1 = min(c + 1, cols - 1)
             h = height[r, c]
-            dmax = 0.0
-            dsum = 0.0
+            if k.weathering > 0.0:
+                w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
+                _loosen((r, c), w, bedrock, sediment, eroded, deposited)
+            rmax = 0.0
             for rr in range(r0, r1 + 1):
                 for cc in range(c0, c1 + 1):
-                    t = talus * (_SQRT2 if (rr != r and cc != c) else 1.0)
-                    d = max(h - height[rr, cc] - t, 0.0)  # 0 for the cell itself
+                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
+                    rmax = max(rmax, bedrock[r, c] - height[rr, cc] - k.rock * dist)
+            if rmax > 0.0:
+                worst = max(worst, rmax)
+                _loosen((r, c), 0.5 * rmax * min(erodibility[r, c], 1.0), bedrock, sediment,
+                        eroded, deposited)
+            dmax = 0.0
+            dsum = 0.0
+            csum = 0.0
+            for rr in range(r0, r1 + 1):
+                for cc in range(c0, c1 + 1):
+                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
+                    drop = h - height[rr, cc]  # 0 for the cell itself
+                    d = max(drop - k.talus * dist, 0.0)
                     dmax = max(dmax, d)
                     dsum += d
-            out = min(sediment[r, c], settling * 0.5 * dmax)
-            sent[r, c] = out
-            share[r, c] = out / dsum if dsum > 0.0 else 0.0
+                    if k.creep > 0.0 and drop > 0.0:
+                        csum += k.creep * _creep_factor(drop, dist, k.talus) * drop
+            s = sediment[r, c]
+            if s > 1e-12:
+                worst = max(worst, dmax)
+            want_talus = min(s, k.settling * 0.5 * dmax)  # only loose material slides
+            talus_share[r, c] = want_talus / dsum if dsum > 0.0 else 0.0
+            # creep is transport-limited (soil-mantled slopes): the regolith it moves is
+            # sediment first, then rock; hard rock (erodibility < 1) creeps slower
+            creep_share[r, c] = min(erodibility[r, c], 1.0) if csum > 0.0 else 0.0
+        row_excess[r] = worst
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
-def _receive(p, height, bedrock, sediment, eroded, deposited, sent, share, new_height):
-    """Apply one pass: every cell loses what it sent and gains its share of what each
-    higher neighbour sent. Reads ``height`` (state before the pass), writes the rest."""
-    talus = p[0]
+def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep_share,
+             new_height):
+    """Apply one sweep: every cell loses what it sent and gains its share of what each
+    higher neighbour sent. Reads ``height`` (state before the sweep), writes the rest."""
     rows, cols = height.shape
     for r in prange(rows):
         r0 = max(r - 1, 0)
@@ -114,35 +199,126 @@ def _receive(p, height, bedrock, sediment, eroded, deposited, sent, share, new_h
             c1 = min(c + 1, cols - 1)
             h = height[r, c]
             gain = 0.0
+            out = 0.0
             for rr in range(r0, r1 + 1):
                 for cc in range(c0, c1 + 1):
-                    t = talus * (_SQRT2 if (rr != r and cc != c) else 1.0)
-                    gain += share[rr, cc] * max(height[rr, cc] - h - t, 0.0)
-            out = sent[r, c]
-            s = sediment[r, c] - out + gain
+                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
+                    up = height[rr, cc] - h  # > 0: neighbour above sends to us
+                    if up > 0.0:
+                        gain += talus_share[rr, cc] * max(up - k.talus * dist, 0.0)
+                        if k.creep > 0.0:
+                            gain += (creep_share[rr, cc] * k.creep
+                                     * _creep_factor(up, dist, k.talus) * up)
+                    elif up < 0.0:
+                        out += talus_share[r, c] * max(-up - k.talus * dist, 0.0)
+                        if k.creep > 0.0:
+                            out += (creep_share[r, c] * k.creep
+                                    * _creep_factor(-up, dist, k.talus) * -up)
+            s0 = sediment[r, c]
+            from_sed = min(out, s0)
+            rock = bedrock[r, c] - (out - from_sed)  # creep beyond the soil takes rock
+            s = s0 - from_sed + gain
             sediment[r, c] = s
-            new_height[r, c] = bedrock[r, c] + s
+            bedrock[r, c] = rock
+            new_height[r, c] = rock + s
             dep = deposited[r, c]
             fd = min(out, dep)
             deposited[r, c] = dep - fd + gain
             eroded[r, c] += out - fd
 
 
+@njit(cache=True, error_model="numpy")
+def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
+    """One relaxation sweep in descending height order (``order``: flat indices), each
+    cell seeing its higher neighbours' updates, so a slide runs down a whole slope in
+    one sweep: rock above the critical slope breaks loose, then loose material above
+    the talus slope moves to the lower neighbours in proportion to their excess, as
+    much as brings the steepest one to the talus slope (all of it where the rock alone
+    is steeper than that: nothing rests there). Returns the largest amount
+    loosened or moved by one cell (cell units): 0 once nothing is too steep."""
+    rows, cols = height.shape
+    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
+    ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
+    worst = 0.0
+    nb = np.empty(8, dtype=np.int64)
+    ex = np.empty(8)
+    for j in range(order.size):
+        i = order[j]
+        r = i // cols
+        c = i - r * cols
+        h = hf[i]
+        rmax = 0.0
+        bare = 0.0  # > 0: the rock alone is above the talus slope, nothing can rest
+        dmax = 0.0
+        dsum = 0.0
+        n = 0
+        for rr in range(max(r - 1, 0), min(r + 2, rows)):
+            for cc in range(max(c - 1, 0), min(c + 2, cols)):
+                if rr == r and cc == c:
+                    continue
+                m = rr * cols + cc
+                dist = _SQRT2 if (rr != r and cc != c) else 1.0
+                rmax = max(rmax, bf[i] - hf[m] - k.rock * dist)
+                d = h - hf[m] - k.talus * dist
+                bare = max(bare, bf[i] - hf[m] - k.talus * dist)
+                if d > 0.0:
+                    nb[n] = m
+                    ex[n] = d
+                    n += 1
+                    dmax = max(dmax, d)
+                    dsum += d
+        if rmax > 0.0:  # the wedge above the critical plane breaks loose
+            loose = rmax * min(kf[i], 1.0)
+            worst = max(worst, loose)
+            _loosen(i, loose, bf, sf, ef, df)
+            hf[i] = bf[i] + sf[i]  # the same surface, kept exactly in step
+        if n == 0 or sf[i] <= 1e-12:
+            continue
+        # the amount that brings the steepest neighbour exactly to the talus slope
+        want = sf[i] if bare > 0.0 else min(sf[i], dmax * dsum / (dsum + dmax))
+        out = exchange(i, want, 0.0, hf, bf, sf, ef, df, kf)
+        worst = max(worst, out)
+        for q in range(n):
+            put_at(nb[q], out * ex[q] / dsum, hf, bf, sf, df)
+    return worst
+
+
 def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, count: int,
               height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
-    """Run ``count`` thermal passes on ``terrain`` in place (``seed``, ``first`` and
-    ``cdf`` are not needed: the passes are deterministic). ``height`` (bedrock +
-    sediment) is kept in step when given. Returns the cell updates done."""
+    """Run ``count`` passes on ``terrain`` in place (``seed``, ``first`` and ``cdf`` are
+    not needed: the passes are deterministic). ``height`` (bedrock + sediment) is kept
+    in step when given. Returns the cell updates done (sweeps x cells)."""
     if height is None:
         height = terrain.height()
-    p = params.as_array()
-    sent = np.empty_like(height)
-    share = np.empty_like(height)
+    first_sweep, substeps = _kernel_params(params, terrain.cell_size)
+    creep_only = first_sweep._replace(weathering=0.0, settling=0.0)
+    talus_share = np.empty_like(height)
+    creep_share = np.empty_like(height)
     scratch = np.empty_like(height)
-    for _ in range(count):
-        _send(p, height, terrain.bedrock, terrain.sediment, terrain.eroded,
-              terrain.deposited, terrain.erodibility, sent, share)
-        _receive(p, height, terrain.bedrock, terrain.sediment, terrain.eroded,
-                 terrain.deposited, sent, share, scratch)
+    row_excess = np.zeros(height.shape[0])
+    sweeps = 0
+
+    def sweep(k: _Kernel) -> float:
+        _send(k, height, terrain.bedrock, terrain.sediment, terrain.eroded,
+              terrain.deposited, terrain.erodibility, talus_share, creep_share, row_excess)
+        _receive(k, height, terrain.bedrock, terrain.sediment, terrain.eroded,
+                 terrain.deposited, talus_share, creep_share, scratch)
         height[...] = scratch
-    return int(count) * height.size
+        return float(row_excess.max())
+
+    for _ in range(count):
+        excess = sweep(first_sweep)
+        sweeps += 1
+        for _ in range(substeps - 1):
+            sweep(creep_only)
+            sweeps += 1
+        if first_sweep.creep > 0.0 or first_sweep.weathering > 0.0:
+            excess = math.inf  # creep and new soil may rest too steep: always relax
+        for _ in range(params.relax_sweeps):
+            if excess <= TOLERANCE:
+                break
+            order = np.argsort(-height, axis=None, kind="stable")
+            excess = _relax(first_sweep, order, height, terrain.bedrock, terrain.sediment,
+                            terrain.eroded, terrain.deposited, terrain.erodibility)
+            sweeps += 1
+    return sweeps * height.size

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -51,3 +52,17 @@ def test_random_snowball_runs_stay_finite(heights, erosion, deposition, speed, f
     for name, arr in t.arrays().items():
         assert np.all(np.isfinite(arr)), name
     assert t.sediment.min() >= 0
+
+
+def test_parameters_are_world_units():
+    """At a cell size of 1 the numbers are the old cell-unit ones; on a grid k times
+    coarser, volumes shrink by k^3 and lengths by k in cell units."""
+    p = SnowballParams(erosion_rate=2.0, speed=3.0, radius=1.5)
+    one = p.as_array(1.0)
+    assert one[0] == 2.0 and one[2] == 3.0 and one[4] == 1.5
+    k = 4.0
+    coarse = p.as_array(k)
+    assert coarse[0] == pytest.approx(2.0 / k ** 3)
+    assert coarse[2] == pytest.approx(3.0 / k)
+    assert coarse[4] == pytest.approx(1.5 / k)
+    assert list(coarse[[1, 3, 5, 6, 7]]) == list(one[[1, 3, 5, 6, 7]])
