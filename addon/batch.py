@@ -76,9 +76,12 @@ def main(argv: list[str]) -> int:
         if args.particles is not None:
             overrides["particles"] = args.particles
         preset = base.with_overrides(overrides)  # validated: nothing changed on error
-        work = preset.particles
-        if not 1 <= work <= INT32_MAX:  # runs, but Blender's 32-bit field keeps its value
-            preset.particles = settings.particles
+        # rain per area (preset or object settings) sizes the run to this grid, unless
+        # --particles / --set particles=N gave an explicit total (with_overrides then
+        # switched it off, as in the CLI)
+        work = None if preset.particles_per_area > 0 else preset.particles
+        if work is not None and not 1 <= work <= INT32_MAX:
+            preset.particles = settings.particles  # runs, but the 32-bit field keeps its value
         settings.apply_preset(preset)
         if work == 0:
             print(f"terrain_erosion: {obj.name}: --particles 0, nothing to erode",

@@ -138,7 +138,8 @@ def _settings_record(obj: bpy.types.Object) -> dict:
     except UserError:
         params, enabled, seed = {}, {}, None
     return {"seed": seed, "preset": s.preset, "particles": int(s.particles),
-            "rounds_done": int(s.rounds_done), "enabled": enabled, "parameters": params,
+            "particles_per_area": s.rain_per_area(), "rounds_done": int(s.rounds_done),
+            "enabled": enabled, "parameters": params,
             "provenance": s.provenance}
 
 

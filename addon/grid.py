@@ -279,28 +279,42 @@ def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:
         me.attributes.remove(me.attributes[name])
 
 
-_status_cache: dict[tuple, str] = {}
+_status_cache: dict[tuple, tuple[str, tuple[int, int, float] | None]] = {}
 
 
-def grid_status(obj) -> tuple[bool, str]:
-    """(usable, text) for the panel; grid detection is cached per mesh state."""
+def _status_entry(obj) -> tuple[str, tuple[int, int, float] | None]:
+    """(text, (rows, cols, cell size) or None) of a grid object, cached per mesh state;
+    text starts with '!' when the object is not usable."""
     problem = object_problem(obj)
     if problem:
-        return False, problem
+        return "!" + problem, None
     me = obj.data
     co = read_positions(me)  # ~1 ms per million vertices: keeps the cache honest
     key = (me.as_pointer(), len(me.vertices), len(me.polygons), float(co[:, 0].sum()),
            float(co[:, 1].sum()))
     if key not in _status_cache:
+        extent = None
         try:
             g = detect_grid(me, co)
             text = (f"{g.cols} x {g.rows} grid, cell {g.cell_x:.4g}"
                     + ("" if g.square else f" x {g.cell_y:.4g} (not square: simulated "
                        f"with {g.cell_size:.4g})") + f", {len(me.vertices):,} vertices")
+            extent = (g.rows, g.cols, g.cell_size)
         except GridError as exc:
             text = "!" + str(exc)
         if len(_status_cache) > 64:
             _status_cache.clear()
-        _status_cache[key] = text
-    text = _status_cache[key]
+        _status_cache[key] = (text, extent)
+    return _status_cache[key]
+
+
+def grid_status(obj) -> tuple[bool, str]:
+    """(usable, text) for the panel; grid detection is cached per mesh state."""
+    text, _ = _status_entry(obj)
     return (False, text[1:]) if text.startswith("!") else (True, text)
+
+
+def grid_extent(obj) -> tuple[int, int, float] | None:
+    """(rows, cols, cell size in local units) of a usable grid object, else None
+    (cached like grid_status: cheap enough for a panel draw)."""
+    return _status_entry(obj)[1]

@@ -76,7 +76,8 @@ class ErosionJob:
                            if getattr(settings, key) is not None}
         rounds = (settings.rounds_done
                   if resumed and settings.stored_state_seed() == seed else 0)
-        work = settings.particles if particles is None else particles
+        work = (settings.work(g.rows, g.cols, g.cell_size) if particles is None
+                else particles)  # rain per area x the grid's area, else Particles
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
         #: rounds whose result is on the mesh (what Stop or an edit keeps)
         self.rounds_written = rounds

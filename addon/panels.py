@@ -7,7 +7,7 @@ import dataclasses
 import bpy
 
 from . import warmup
-from .grid import grid_status
+from .grid import grid_extent, grid_status
 from .overlay import compass
 from .simcore.simulation import PROCESSES
 
@@ -49,7 +49,17 @@ class TERRAIN_PT_main(bpy.types.Panel):
         row.operator("terrain.preset_save", text="", icon='ADD')
         col = layout.column(align=True)
         col.prop(s, "seed")
-        col.prop(s, "particles")
+        col.prop(s, "seed_text")  # seeds above 2147483647 (64-bit, as in the CLI)
+        col = layout.column(align=True)
+        col.prop(s, "particles_per_area")
+        per_area = s.particles_per_area > 0
+        row = col.row(align=True)
+        row.active = not per_area  # typing a count switches rain per area off
+        row.prop(s, "particles")
+        extent = grid_extent(obj)
+        if per_area and extent is not None:
+            col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
+                      icon='INFO')
         if rt.running:
             layout.progress(factor=rt.progress, type='BAR', text=rt.status)
             row = layout.row(align=True)

@@ -9,7 +9,7 @@ import bpy
 
 from .masks import mask_annotations
 from .simcore.params import ParameterError, describe_range
-from .simcore.presets import SIMULATION_KEYS, Preset
+from .simcore.presets import AREA_KEY, SIMULATION_KEYS, Preset
 from .simcore.simulation import PROCESSES, process_params
 
 INT32_MAX = 2**31 - 1
@@ -32,6 +32,13 @@ def _seed_text_edited(self, _context) -> None:
     if _digits(text) and int(text) <= INT32_MAX:
         self["seed"] = int(text)
         self["seed_text"] = ""
+
+
+def _particles_edited(self, _context) -> None:
+    """Typing a particle count makes it the amount of work (an explicit total wins over
+    rain per area, as ``--particles`` does on the command line)."""
+    if self.particles_per_area > 0:
+        self["particles_per_area"] = 0.0
 
 
 def parse_seed(text: str) -> int:
@@ -112,9 +119,16 @@ def _settings_annotations() -> dict:
                         "empty: the Seed field is used"),
         "particles": bpy.props.IntProperty(
             name="Particles", default=part_default, min=max(part_lo, 1), max=INT32_MAX,
-            soft_max=5_000_000,
+            soft_max=5_000_000, update=_particles_edited,
             description="Amount of work per run: particles of all enabled processes "
-                        "(rounded up to whole batches)"),
+                        "(rounded up to whole batches); used when Rain per Area is 0"),
+        # 0 (the default, also in .blend files saved before it existed): use Particles
+        "particles_per_area": bpy.props.FloatProperty(
+            name="Rain per Area", default=0.0, min=AREA_KEY[2], max=AREA_KEY[3],
+            soft_max=1.0, precision=6, step=0.01,
+            description="Particles per square local unit of the grid (e.g. 0.0034 per "
+                        "m^2 = 3400 per km^2): the same rain on a bigger or finer grid. "
+                        "0: the Particles field is the amount of work"),
         "preset": bpy.props.StringProperty(
             name="Preset", default="default",
             description="Preset the settings were last loaded from"),
@@ -213,6 +227,7 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
         values = {name: preset.params.get(name) or process_params(name) for name in PROCESSES}
         self.set_full_seed(preset.seed)
         self.particles = preset.particles
+        self.particles_per_area = preset.particles_per_area  # after particles (its update)
         self.preset = preset.name
         for name in PROCESSES:
             group = getattr(self, name)
@@ -223,7 +238,27 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
         params = {n: getattr(self, n).to_params() for n in PROCESSES}
         enabled = {n: bool(getattr(self, n).enabled) for n in PROCESSES}
         return Preset(name=name, description=description, seed=self.full_seed(),
-                      particles=self.particles, params=params, enabled=enabled)
+                      particles=self.particles, particles_per_area=self.rain_per_area(),
+                      params=params, enabled=enabled)
+
+    # -- amount of work --------------------------------------------------------------
+    def rain_per_area(self) -> float:
+        """Particles per square local unit as typed (single precision undone), 0: off."""
+        return float(f"{self.particles_per_area:.7g}")
+
+    def work(self, rows: int, cols: int, cell_size: float) -> int:
+        """Particles of a run on a rows x cols grid with ``cell_size`` local units:
+        rain per area x world area when set, else the Particles field."""
+        preset = Preset(name="", particles=int(self.particles),
+                        particles_per_area=self.rain_per_area())
+        return preset.work(_Extent((rows, cols), float(cell_size)))
+
+
+class _Extent:
+    """The two things Preset.work reads from a terrain: shape and cell size."""
+
+    def __init__(self, shape: tuple[int, int], cell_size: float) -> None:
+        self.shape, self.cell_size = shape, cell_size
 
 
 class TERRAIN_PG_runtime(bpy.types.PropertyGroup):

@@ -457,7 +457,9 @@ def _event(type_, value='PRESS', timer=None, ctrl=False):
 
 def test_modal_translates_events_escape_restores_enter_keeps(blender):
     obj = add_grid(bpy, n=32)
-    obj.terrain_erosion.particles = 100000
+    # far more work than a few ticks can do on any machine (a tick is ~TICK_BUDGET s),
+    # so the run is certainly still going when Esc / Enter arrive
+    obj.terrain_erosion.particles = 500_000_000
     before = mesh_state(obj.data)
     rt = bpy.context.window_manager.terrain_erosion
     rt.running = True
@@ -588,3 +590,102 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     te.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(menu_log)),
                                           context)
     assert ("operator", "terrain.preset_apply") in menu_log
+
+
+# -- rain per area (issue: presets give work per area, tuned for 30 m cells) -------------
+def _target(obj) -> int:
+    """Particles the next run on ``obj`` will do (whole batches)."""
+    return te.job.ErosionJob(obj).sim.target_particles
+
+
+def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
+    small = add_grid(bpy, n=20, size=2.0, name="Small")
+    big = add_grid(bpy, n=20, size=4.0, name="Big")  # same cells, twice the spacing
+    fine = add_grid(bpy, n=39, size=2.0, name="Fine")  # ~ same extent, 4x the cells
+    preset = te.simcore.presets.find_preset("default")
+    assert preset.particles_per_area > 0
+    for obj in (small, big, fine):
+        obj.terrain_erosion.apply_preset(preset)
+        s = obj.terrain_erosion
+        assert s.particles_per_area == pytest.approx(preset.particles_per_area, rel=1e-6)
+        assert s.particles == preset.particles  # kept as the fallback
+    per_area = 500.0  # particles per square local unit: a few thousand per grid here
+    for obj in (small, big, fine):
+        obj.terrain_erosion.particles_per_area = per_area
+    batch = te.job.ErosionJob(small).sim.per_round
+    for obj in (small, big, fine):
+        g = te.grid.detect_grid(obj.data)
+        area = g.rows * g.cols * g.cell_size ** 2
+        expected = round(per_area * area)
+        assert obj.terrain_erosion.work(g.rows, g.cols, g.cell_size) == expected
+        assert expected <= _target(obj) < expected + batch, obj.name
+    assert g.cell_size != te.grid.detect_grid(small.data).cell_size
+    # twice the spacing: four times the area and the rain; the finer grid of about the
+    # same extent gets about the same rain, not four times as much
+    w = {o.name: o.terrain_erosion.work(*_extent(o)) for o in (small, big, fine)}
+    assert w["Big"] == pytest.approx(4 * w["Small"], rel=0.01)
+    assert w["Fine"] == pytest.approx(w["Small"], rel=0.1)
+
+
+def _extent(obj):
+    g = te.grid.detect_grid(obj.data)
+    return g.rows, g.cols, g.cell_size
+
+
+def test_particles_field_wins_and_old_files_use_it(blender):
+    obj = add_grid(bpy, n=16)
+    s = obj.terrain_erosion
+    assert s.particles_per_area == 0.0, "default (and .blend files saved before): off"
+    s.particles = 5000
+    assert 5000 <= _target(obj) < 5000 + te.job.ErosionJob(obj).sim.per_round
+    s.apply_preset(te.simcore.presets.find_preset("quick_preview"))
+    assert s.particles_per_area > 0
+    s.particles = 7000  # the artist types a total: it is the amount of work again
+    assert s.particles_per_area == 0.0
+    assert s.work(*_extent(obj)) == 7000
+    # a user preset saved from the object keeps its rain per area
+    s.particles_per_area = 0.25
+    saved = s.to_preset("mine")
+    assert saved.particles_per_area == 0.25 and saved.particles == 7000
+    other = add_grid(bpy, n=16, name="Other").terrain_erosion
+    other.apply_preset(saved)
+    assert other.particles_per_area == pytest.approx(0.25) and other.particles == 7000
+    # an explicit particle count of the operator beats both
+    assert te.job.ErosionJob(obj, 300).sim.target_particles < 300 + 2048
+
+
+def test_batch_uses_rain_per_area_unless_particles_are_given(blender, capsys):
+    obj = add_grid(bpy, n=24, size=40.0, name="Terrain")  # 24 x 24, ~1.74 m cells
+    preset = te.simcore.presets.find_preset("quick_preview")
+    g = te.grid.detect_grid(obj.data)
+    expected = preset.work(types.SimpleNamespace(shape=(g.rows, g.cols),
+                                                 cell_size=g.cell_size))
+    assert expected != preset.particles
+    assert te.batch.main(["--object", "Terrain", "--preset", "quick_preview"]) == 0
+    s = obj.terrain_erosion
+    assert s.particles_per_area == pytest.approx(preset.particles_per_area, rel=1e-6)
+    done = int(capsys.readouterr().out.split("done, ")[1].split(" ")[0])
+    assert expected <= done < expected + 2048 * 2
+    assert te.batch.main(["--object", "Terrain", "--preset", "quick_preview",
+                          "--particles", "3000"]) == 0
+    done = int(capsys.readouterr().out.split("done, ")[1].split(" ")[0])
+    assert 3000 <= done < 3000 + 2048, "an explicit total wins"
+    assert s.particles == 3000 and s.particles_per_area == 0.0
+
+
+def test_panel_shows_64bit_seed_and_particles_for_this_grid(blender):
+    obj = add_grid(bpy, n=16)
+    context = types.SimpleNamespace(active_object=obj,
+                                    window_manager=bpy.context.window_manager)
+    s = obj.terrain_erosion
+    log = _draw_all_panels(context)
+    assert ("prop", "seed_text") in log and ("prop", "particles_per_area") in log
+    assert not any("particles for this grid" in text for kind, text in log if kind == "label")
+    s.set_full_seed(2**40 + 7)
+    assert s.seed_text == str(2**40 + 7) and s.full_seed() == 2**40 + 7
+    s.particles_per_area = 2.0
+    log = _draw_all_panels(context)
+    labels = [text for kind, text in log if kind == "label" and "for this grid" in text]
+    expected = s.work(*_extent(obj))
+    assert labels == [f"\u2248 {expected:,} particles for this grid"]
+    assert expected == round(2.0 * 16 * 16 * te.grid.detect_grid(obj.data).cell_size ** 2)

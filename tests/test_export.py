@@ -138,6 +138,7 @@ def test_batch_command_exports_maps(blender, tmp_path, capsys):
     assert "exported" in capsys.readouterr().out
     side = json.loads((out / "Batch.json").read_text())
     assert side["particles"] == obj.terrain_erosion.particles
+    assert side["particles_per_area"] == 0.0, "--particles: the explicit total was used"
     z, _ = raster(obj)
     img = te.export._load_image(out / "Batch_height.exr")
     assert np.array_equal(img.astype(np.float32), z)

@@ -184,7 +184,7 @@ def test_broken_user_presets_are_listed_not_fatal(blender, tmp_path):
     user = tmp_path / "user" / "presets"
     good = te.simcore.presets.dump_preset(te.simcore.presets.find_preset("quick_preview"))
     _write(user / "mine.toml", good.replace("Quick preview", "Mine").encode())
-    _write(user / "hand_edited.toml", b"[droplets]\nKq = 5000.0\n")
+    _write(user / "hand_edited.toml", b"[droplets]\nKd = 5000.0\n")
     _write(user / "latin1.toml", b"[preset]\nname = \"Caf\xe9\"\n[droplets]\n")
     _write(user / "garbage.toml", b"\x00\xff[[[")
     obj = add_grid(bpy, n=12)
@@ -197,7 +197,7 @@ def test_broken_user_presets_are_listed_not_fatal(blender, tmp_path):
         assert labels[f"{stem} (broken)"] == 'ERROR'
     s = obj.terrain_erosion
     s.droplets.Kq = 12.0
-    for stem, message in (("hand_edited", "'Kq' = 5000.0 is out of range"),
+    for stem, message in (("hand_edited", "'Kd' = 5000.0 is out of range"),
                           ("latin1", "is not UTF-8 text"), ("garbage", "UTF-8")):
         with pytest.raises(RuntimeError, match=message):
             bpy.ops.terrain.preset_apply(filepath=str(user / f"{stem}.toml"))

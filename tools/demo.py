@@ -142,11 +142,14 @@ def main() -> int:
     te.register()
     obj = make_grid(n, size, heights)
     preset = find_preset(args.preset)
-    obj.terrain_erosion.apply_preset(preset)
-    # rain per area: the preset's particles per square metre times this terrain's area
-    obj.terrain_erosion.particles = preset.work(Terrain.from_heights(heights, cell))
-    print(f"demo: eroding {n}x{n} grid with preset '{preset.name}' "
-          f"({obj.terrain_erosion.particles} particles)", flush=True)
+    # the preset's rain per area (stored by apply_preset) times this grid's area, as
+    # the panel's "particles for this grid" shows; the same count as simcore's
+    s = obj.terrain_erosion
+    s.apply_preset(preset)
+    work = s.work(n, n, cell)
+    assert work == preset.work(Terrain.from_heights(heights, cell)), "add-on = simcore"
+    print(f"demo: eroding {n}x{n} grid with preset '{preset.name}' ({work} particles)",
+          flush=True)
     t0 = time.perf_counter()
     result = bpy.ops.terrain.erode()
     print(f"demo: Erode -> {result} in {time.perf_counter() - t0:.1f} s", flush=True)
