@@ -143,10 +143,28 @@ class Simulation:
         for name, params in self.processes.items():
             batch = int(params.batch)  # type: ignore[attr-defined]
             held = protect_begin(self.terrain)  # masks: the protect map
+            surface = self._water_surface(name)
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
             self.protect_held += protect_end(self.terrain, held, self._height)
+            if surface is not None:
+                self._keep_water_surface(*surface)
         self.rounds_done += 1
+
+    def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(wet cells, their water surface) before a process that moves ground but not
+        water (everything but hydrology), or None where there is no standing water."""
+        if "pool" in PROCESSES[name].outputs:
+            return None
+        wet = self.terrain.pool > 0.0
+        if not wet.any():
+            return None
+        return wet, self._height[wet] + self.terrain.pool[wet]
+
+    def _keep_water_surface(self, wet: np.ndarray, surface: np.ndarray) -> None:
+        """Lakes and the sea keep their level when ground slides into or out of them
+        (pool depth = surface - new ground, never below 0); hydrology re-levels them."""
+        self.terrain.pool[wet] = np.maximum(surface - self._height[wet], 0.0)
 
     def advance(self, seconds: float) -> Progress:
         """Run whole rounds for about ``seconds`` (at least one round unless done)."""

@@ -381,6 +381,25 @@ def test_batch_command_erodes_and_saves(blender, tmp_path, capsys):
     assert "out of range" in capsys.readouterr().err
 
 
+def _connected_to_edge(wet: np.ndarray) -> np.ndarray:
+    """Wet cells 8-connected to a wet cell on the grid's border."""
+    rows, cols = wet.shape
+    seen = np.zeros_like(wet)
+    todo = [(r, c) for r in range(rows) for c in range(cols)
+            if wet[r, c] and (r in (0, rows - 1) or c in (0, cols - 1))]
+    for r, c in todo:
+        seen[r, c] = True
+    while todo:
+        r, c = todo.pop()
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                y, x = r + dr, c + dc
+                if 0 <= y < rows and 0 <= x < cols and wet[y, x] and not seen[y, x]:
+                    seen[y, x] = True
+                    todo.append((y, x))
+    return seen
+
+
 def test_rivers_trees_and_water_become_renderable_objects(blender):
     obj = add_grid(bpy, n=48, size=4.0, relief=1.0)
     s = obj.terrain_erosion
@@ -423,8 +442,13 @@ def test_rivers_trees_and_water_become_renderable_objects(blender):
     wet = pool > 0
     assert np.allclose(water[wet, 2], ground[wet, 2] + pool[wet], atol=1e-4)
     assert np.all(water[~wet, 2] < ground[~wet, 2])
-    at_sea = np.isclose(water[wet, 2], 4.0 * cell, atol=1e-4)
-    assert at_sea.mean() > 0.95, "the sea is flat at sea level (a few inland puddles aside)"
+    # the sea (water connected to the map edge) is flat at sea level and most of the
+    # water; separate ponds inland may stand higher, behind their own rims
+    sea = _connected_to_edge(wet[g.order].reshape(g.rows, g.cols)).reshape(-1)
+    sea_cells = np.zeros_like(wet)
+    sea_cells[g.order] = sea
+    assert sea_cells.sum() > 0.5 * wet.sum(), "the sea is most of the water"
+    assert np.allclose(water[sea_cells, 2], 4.0 * cell, atol=1e-4), "the sea is flat"
     assert bpy.ops.terrain.reset() == {'FINISHED'}
     assert s.trees_object is None and s.water_object is None
     assert "Grid Trees" not in bpy.data.objects and "Grid Water" not in bpy.data.objects
