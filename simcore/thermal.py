@@ -124,6 +124,17 @@ def _loosen(k, amount, bedrock, sediment, eroded, deposited):
 
 
 @njit(cache=True, inline="always")
+def _critical(rock, erodibility):
+    """Critical rock slope (cell units per cell) of a cell: ``tan(rock_angle)`` divided
+    by its erodibility (at most 1), so hard rock stands steeper and erodibility 0 never
+    fails. A partially protected cell (the protect mask scales its erodibility) stands
+    steeper in the same way, so repeated relaxation cannot wear it down to the bare
+    critical slope of its unprotected neighbours."""
+    e = min(erodibility, 1.0)
+    return rock / e if e > 0.0 else math.inf
+
+
+@njit(cache=True, inline="always")
 def _creep_factor(drop, dist, talus):
     """Nonlinear creep weight towards a neighbour ``drop`` lower at ``dist`` cells:
     isotropic 9-point stencil weight x S / (1 - (S/Sc)^2) capped, times dist (so that
@@ -154,10 +165,11 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
                 w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
                 _loosen((r, c), w, bedrock, sediment, eroded, deposited)
             rmax = 0.0
+            crit = _critical(k.rock, erodibility[r, c])
             for rr in range(r0, r1 + 1):
                 for cc in range(c0, c1 + 1):
                     dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                    rmax = max(rmax, bedrock[r, c] - height[rr, cc] - k.rock * dist)
+                    rmax = max(rmax, bedrock[r, c] - height[rr, cc] - crit * dist)
             if rmax > 0.0:
                 worst = max(worst, rmax)
                 _loosen((r, c), 0.5 * rmax * min(erodibility[r, c], 1.0), bedrock, sediment,
@@ -252,13 +264,14 @@ def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
         dmax = 0.0
         dsum = 0.0
         n = 0
+        crit = _critical(k.rock, kf[i])
         for rr in range(max(r - 1, 0), min(r + 2, rows)):
             for cc in range(max(c - 1, 0), min(c + 2, cols)):
                 if rr == r and cc == c:
                     continue
                 m = rr * cols + cc
                 dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                rmax = max(rmax, bf[i] - hf[m] - k.rock * dist)
+                rmax = max(rmax, bf[i] - hf[m] - crit * dist)
                 d = h - hf[m] - k.talus * dist
                 bare = max(bare, bf[i] - hf[m] - k.talus * dist)
                 if d > 0.0:

@@ -333,3 +333,24 @@ def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
     # the same ridges as simcore.dla makes on its own, before erosion touched them
     ridges = dla.ridge_terrain((65, 65), 100.0, preset.ridges).heights
     assert np.corrcoef(h.ravel(), ridges.ravel())[0, 1] > 0.9
+
+
+def test_ridges_eroded_leaves_land_not_spikes():
+    """Issue 15 item 4: the chained preset on its own ridges (10.24 km at 40 m cells,
+    the preset's full rain per area) keeps <= 10% of cells above 45 degrees and at most
+    1.5x the local maxima of the un-eroded ridges, and really erodes them."""
+    from simcore import landforms
+    from simcore.presets import find_preset
+    from simcore.simulation import Simulation
+    from simcore.terrain import Terrain
+
+    preset = find_preset("ridges_eroded")
+    cell = 40.0
+    h = dla.add_ridges(np.zeros((256, 256)), cell, preset.ridges)
+    before = landforms.slope_stats(h / cell)
+    t = Terrain.from_heights(h, cell)
+    Simulation(t, preset.enabled_params(), seed=preset.seed, particles=preset.work(t)).run()
+    after = landforms.slope_stats(t.height())
+    assert after["pct45"] <= 10.0
+    assert after["peaks"] <= 1.5 * before["peaks"], "erosion made pinnacles"
+    assert np.abs(t.world_height() - h).mean() > 1.0, "the ridges were eroded (metres)"
