@@ -784,6 +784,18 @@ def run_batch(terrain: Terrain, params: HydrologyParams, seed: int, first: int, 
     return int(own[0] - before)
 
 
+def level_lakes(terrain: Terrain, params: HydrologyParams,
+                height: np.ndarray | None = None) -> int:
+    """Lower every lake that stands above an outlet, after another process moved the
+    ground under or around it (creep lowering a rim); the sea is refilled to sea level.
+    Keeps "no pool above its spill level" true at the end of every round. Returns the
+    lakes lowered."""
+    if height is None:
+        height = terrain.height()
+    ocean, scratch = _prepare(terrain, params, height)
+    return int(_drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch))
+
+
 def pour(terrain: Terrain, params: HydrologyParams, row: int, col: int, volume: float,
          height: np.ndarray | None = None) -> float:
     """Pour ``volume`` m³ of clean water into cell (row, col) as one particle: it floods

@@ -165,6 +165,8 @@ class Simulation:
         """Lakes and the sea keep their level when ground slides into or out of them
         (pool depth = surface - new ground, never below 0); hydrology re-levels them."""
         self.terrain.pool[wet] = np.maximum(surface - self._height[wet], 0.0)
+        if "hydrology" in self.processes:  # a rim may have moved: no lake above its outlet
+            hydrology.level_lakes(self.terrain, self.processes["hydrology"], self._height)
 
     def advance(self, seconds: float) -> Progress:
         """Run whole rounds for about ``seconds`` (at least one round unless done)."""
