@@ -13,7 +13,7 @@ from .job import ErosionJob
 from .properties import INT32_MAX
 from .simcore.errors import UserError
 from .simcore.fileio import check_output
-from .simcore.presets import find_preset
+from .simcore.formats.presets import find_preset
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from . import grid as gridio
 from . import presets_ui
 from .job import ErosionJob, JobEnded, reset_to_original  # noqa: F401 (JobEnded: API)
 from .simcore.errors import UserError
-from .simcore.presets import delete_preset, load_preset, save_preset
+from .simcore.formats.presets import delete_preset, load_preset, save_preset
 
 #: Everything a user can cause (grid problems, parameters, files, an ended run).
 USER_ERRORS = (UserError,)

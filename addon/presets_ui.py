@@ -1,5 +1,5 @@
 """Preset menu: shipped presets (read-only) plus user presets in the extension's user
-folder. Presets are TOML data read by simcore.presets, never executed."""
+folder. Presets are TOML data read by simcore.formats.presets, never executed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import bpy
 
 from .simcore.errors import UserError, describe_os_error
-from .simcore.presets import BUNDLED_DIRS, PresetError, load_preset, preset_files
+from .simcore.formats.presets import BUNDLED_DIRS, PresetError, load_preset, preset_files
 
 _PACKAGE = __package__ or "terrain_erosion"
 

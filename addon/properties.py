@@ -8,8 +8,8 @@ import dataclasses
 import bpy
 
 from .masks import mask_annotations
+from .simcore.formats.presets import AREA_KEY, SIMULATION_KEYS, Preset
 from .simcore.params import ParameterError, describe_range
-from .simcore.presets import AREA_KEY, SIMULATION_KEYS, Preset
 from .simcore.simulation import PROCESSES, process_params
 
 INT32_MAX = 2**31 - 1

@@ -15,8 +15,8 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
-from .simcore import dla
 from .simcore.params import ParameterError
+from .simcore.processes import dla
 
 _FIELDS = {f.name: f for f in dataclasses.fields(dla.RidgeParams)}
 _LENGTHS = ("amplitude", "ridge_spacing")

@@ -50,8 +50,8 @@ def run(quick: bool) -> list[dict]:
 
     from tools.stage import import_staged
     te = import_staged()
+    from terrain_erosion.simcore.formats.presets import find_preset
     from terrain_erosion.simcore.noise import fractal_terrain
-    from terrain_erosion.simcore.presets import find_preset
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     te.register()

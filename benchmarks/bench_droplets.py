@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from reference.reference import reference_available, run_reference  # noqa: E402
 
-from simcore.hydraulic import DropletParams, run_batch  # noqa: E402
 from simcore.noise import fractal_terrain  # noqa: E402
+from simcore.processes.hydraulic import DropletParams, run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def _erode(heights: np.ndarray, droplets: int, threads: int) -> tuple[float, int
 _STARTUP = """
 import time; t0 = time.perf_counter()
 import numpy as np
-from simcore.hydraulic import DropletParams, run_batch
+from simcore.processes.hydraulic import DropletParams, run_batch
 from simcore.terrain import Terrain
 t = Terrain.from_heights(np.random.default_rng(0).random((64, 64)) * 8)
 run_batch(t, DropletParams(), 1, 0, 100)

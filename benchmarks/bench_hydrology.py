@@ -39,10 +39,10 @@ from numba.extending import intrinsic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from simcore import hydrology  # noqa: E402
-from simcore.hydrology import HydrologyParams, article_rain_volume, run_batch  # noqa: E402
 from simcore.kernels import rain_cdf, start_position, stream_state  # noqa: E402
 from simcore.noise import fractal_terrain  # noqa: E402
+from simcore.processes import hydrology  # noqa: E402
+from simcore.processes.hydrology import HydrologyParams, article_rain_volume, run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
 REFERENCE = Path(__file__).resolve().parent / "reference" / "hydrology_ref.cpp"

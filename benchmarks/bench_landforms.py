@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcore import landforms  # noqa: E402
+from simcore.formats.presets import find_preset, preset_files  # noqa: E402
 from simcore.noise import fractal_terrain  # noqa: E402
-from simcore.presets import find_preset, preset_files  # noqa: E402
 from simcore.simulation import Simulation  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 

@@ -35,7 +35,7 @@ te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 te.register()
 obj = add_grid(bpy, n=64, name="Terrain")
-obj.terrain_erosion.apply_preset(te.simcore.presets.find_preset("default"))
+obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset("default"))
 obj.terrain_erosion.particles = 3000
 t_reg = time.perf_counter()
 out = {"register_s": t_reg - t0}

@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from simcore import thermal, wind
 from simcore.noise import fractal_terrain
+from simcore.processes import thermal, wind
 from simcore.terrain import Terrain
 
 DESERT = dict(wrap=True, batch=1000)

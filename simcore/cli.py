@@ -90,8 +90,8 @@ def _seed(value: int) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from .fileio import check_memory
+    from .formats.states import heights_bytes, save_heights
     from .noise import upland_terrain
-    from .state_io import heights_bytes, save_heights
     from .terrain import MAX_ABS_VALUE
 
     rows = args.size if args.rows is None else args.rows
@@ -119,7 +119,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
     """(terrain, rounds_done) from --input; checked before any work."""
-    from .state_io import load_heights, load_state
+    from .formats.states import load_heights, load_state
     from .terrain import Terrain
 
     name = args.input.lower()
@@ -133,7 +133,7 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
         cell = _cell_size(args.cell_size)
         heights = load_heights(args.input)
         if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
-            from .dla import add_ridges
+            from .processes.dla import add_ridges
             heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
         return Terrain.from_heights(heights, cell), 0
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
@@ -141,9 +141,9 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
 
 def cmd_erode(args: argparse.Namespace) -> int:
     from .fileio import check_memory
-    from .presets import find_preset
+    from .formats.presets import find_preset
+    from .formats.states import heights_bytes, save_heights, save_state, state_bytes
     from .simulation import Simulation
-    from .state_io import heights_bytes, save_heights, save_state, state_bytes
     from .terrain import BYTES_PER_CELL
 
     out = _check_output(args.output, (".npy", ".npz"))
@@ -189,7 +189,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
 
 
 def cmd_presets(args: argparse.Namespace) -> int:
-    from .presets import load_preset, preset_files
+    from .formats.presets import load_preset, preset_files
 
     for name, path in preset_files().items():
         try:
@@ -204,8 +204,8 @@ def cmd_presets(args: argparse.Namespace) -> int:
 
 def cmd_shade(args: argparse.Namespace) -> int:
     from .fileio import check_memory
-    from .image import save_png, shaded_relief
-    from .state_io import load_heights, load_state
+    from .formats.images import save_png, shaded_relief
+    from .formats.states import load_heights, load_state
     from .terrain import Terrain
 
     out = _check_output(args.output, (".png",))

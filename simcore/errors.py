@@ -7,7 +7,7 @@ scene untouched, the batch command exits 2. Anything else escaping is a bug.
 ``UserError`` derives from ``ValueError`` so older ``except ValueError`` code still
 catches it. The older names stay importable where they were:
 ``simcore.params.ParameterError``, ``simcore.terrain.TerrainError``,
-``simcore.presets.PresetError``, ``simcore.cli.CliError``.
+``simcore.formats.presets.PresetError``, ``simcore.cli.CliError``.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from . import hydraulic, hydrology, snowball, thermal, vegetation, wind
 from .kernels import hold_protected, rain_cdf
 from .params import ParameterError, Params
+from .processes import hydraulic, hydrology, snowball, thermal, vegetation, wind
 from .terrain import Terrain
 
 

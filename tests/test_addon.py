@@ -149,9 +149,10 @@ def test_run_writes_simcore_heights_and_documented_layers(blender):
 
     sim_mod = te.simcore.simulation
     terrain = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
+    droplet_params = te.simcore.processes.hydraulic.DropletParams
     assert obj.terrain_erosion.enabled_params() == {
-        "droplets": te.simcore.hydraulic.DropletParams()}, "UI floats give the exact defaults"
-    sim_mod.Simulation(terrain, {"droplets": te.simcore.hydraulic.DropletParams()}, seed=11,
+        "droplets": droplet_params()}, "UI floats give the exact defaults"
+    sim_mod.Simulation(terrain, {"droplets": droplet_params()}, seed=11,
                        particles=4000).run()
     me = obj.data
     z = positions(me)[:, 2][g.order].reshape(g.rows, g.cols)
@@ -403,7 +404,7 @@ def _connected_to_edge(wet: np.ndarray) -> np.ndarray:
 def test_rivers_trees_and_water_become_renderable_objects(blender):
     obj = add_grid(bpy, n=48, size=4.0, relief=1.0)
     s = obj.terrain_erosion
-    s.apply_preset(te.simcore.presets.find_preset("rivers_and_lakes"))
+    s.apply_preset(te.simcore.formats.presets.find_preset("rivers_and_lakes"))
     s.hydrology.sea = True
     s.hydrology.sea_level = 4.0  # cell units: the low ground becomes sea
     s.trees.spawn_tries = 20
@@ -629,7 +630,7 @@ def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
     small = add_grid(bpy, n=20, size=2.0, name="Small")
     big = add_grid(bpy, n=20, size=4.0, name="Big")  # same cells, twice the spacing
     fine = add_grid(bpy, n=39, size=2.0, name="Fine")  # ~ same extent, 4x the cells
-    preset = te.simcore.presets.find_preset("default")
+    preset = te.simcore.formats.presets.find_preset("default")
     assert preset.particles_per_area > 0
     for obj in (small, big, fine):
         obj.terrain_erosion.apply_preset(preset)
@@ -665,7 +666,7 @@ def test_particles_field_wins_and_old_files_use_it(blender):
     assert s.particles_per_area == 0.0, "default (and .blend files saved before): off"
     s.particles = 5000
     assert 5000 <= _target(obj) < 5000 + te.job.ErosionJob(obj).sim.per_round
-    s.apply_preset(te.simcore.presets.find_preset("quick_preview"))
+    s.apply_preset(te.simcore.formats.presets.find_preset("quick_preview"))
     assert s.particles_per_area > 0
     s.particles = 7000  # the artist types a total: it is the amount of work again
     assert s.particles_per_area == 0.0
@@ -683,7 +684,7 @@ def test_particles_field_wins_and_old_files_use_it(blender):
 
 def test_batch_uses_rain_per_area_unless_particles_are_given(blender, capsys):
     obj = add_grid(bpy, n=24, size=40.0, name="Terrain")  # 24 x 24, ~1.74 m cells
-    preset = te.simcore.presets.find_preset("quick_preview")
+    preset = te.simcore.formats.presets.find_preset("quick_preview")
     g = te.grid.detect_grid(obj.data)
     expected = preset.work(types.SimpleNamespace(shape=(g.rows, g.cols),
                                                  cell_size=g.cell_size))

@@ -156,8 +156,8 @@ def test_particles_zero_does_no_work_and_64_bit_seeds_work(tmp_path, capsys):
 def test_user_errors_share_one_type():
     from simcore.cli import CliError
     from simcore.errors import UserError
+    from simcore.formats.presets import PresetError
     from simcore.params import ParameterError
-    from simcore.presets import PresetError
     from simcore.terrain import StateFileError, TerrainError
     for cls in (CliError, ParameterError, PresetError, TerrainError, StateFileError):
         assert issubclass(cls, UserError) and issubclass(cls, ValueError)

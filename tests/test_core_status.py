@@ -55,7 +55,7 @@ bpy.ops.wm.read_factory_settings(use_empty=True)
 te.register()
 assert te.warmup.status().state == te.warmup.IDLE, 'never started in background mode'
 obj = add_grid(bpy, n=24, name="Terrain")
-obj.terrain_erosion.apply_preset(te.simcore.presets.find_preset("default"))
+obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset("default"))
 obj.terrain_erosion.particles = 3000
 context = types.SimpleNamespace(active_object=obj, window_manager=bpy.context.window_manager)
 assert ("operator", "terrain.erode") in draw_main(context)

@@ -1,4 +1,4 @@
-"""Diffusion-limited aggregation (simcore.dla): the cluster grows only by sticking, the
+"""Diffusion-limited aggregation (simcore.processes.dla): the cluster grows only by sticking, the
 article's options do what they say, the ridge terrain is plausible land in world units."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simcore import dla
 from simcore.params import ParameterError
+from simcore.processes import dla
 
 
 def assert_grown_by_sticking(c: dla.Cluster, n_start: int) -> None:
@@ -311,8 +311,8 @@ def test_bad_settings_are_clear_errors():
 
 def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
     from simcore import cli
-    from simcore.presets import dump_preset, find_preset, parse_preset
-    from simcore.state_io import load_state
+    from simcore.formats.presets import dump_preset, find_preset, parse_preset
+    from simcore.formats.states import load_state
 
     preset = find_preset("ridges_eroded")
     assert isinstance(preset.ridges, dla.RidgeParams) and preset.ridges.amplitude == 1000
@@ -330,7 +330,7 @@ def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
     h = terrain.world_height()
     assert np.isfinite(h).all() and h.max() > 300, "mountains were raised"
     assert terrain.eroded.sum() > 0, "then eroded"
-    # the same ridges as simcore.dla makes on its own, before erosion touched them
+    # the same ridges as simcore.processes.dla makes on its own, before erosion touched them
     ridges = dla.ridge_terrain((65, 65), 100.0, preset.ridges).heights
     assert np.corrcoef(h.ravel(), ridges.ravel())[0, 1] > 0.9
 
@@ -340,7 +340,7 @@ def test_ridges_eroded_leaves_land_not_spikes():
     the preset's full rain per area) keeps <= 10% of cells above 45 degrees and at most
     1.5x the local maxima of the un-eroded ridges, and really erodes them."""
     from simcore import landforms
-    from simcore.presets import find_preset
+    from simcore.formats.presets import find_preset
     from simcore.simulation import Simulation
     from simcore.terrain import Terrain
 

@@ -23,10 +23,10 @@ import pytest
 from simcore import fileio
 from simcore.cli import main
 from simcore.errors import OutputPathError, ResourceError, UserError
-from simcore.image import save_png
+from simcore.formats.images import save_png
+from simcore.formats.presets import find_preset, save_preset
+from simcore.formats.states import load_state, save_heights, save_state
 from simcore.noise import fractal_terrain
-from simcore.presets import find_preset, save_preset
-from simcore.state_io import load_state, save_heights, save_state
 from simcore.terrain import Terrain
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from simcore.cli import main
 from simcore.errors import UserError
+from simcore.formats.presets import load_preset
+from simcore.formats.states import load_heights, load_state, save_state
 from simcore.noise import fractal_terrain
-from simcore.presets import load_preset
-from simcore.state_io import load_heights, load_state, save_state
 from simcore.terrain import Terrain
 
 OUTCOMES: Counter = Counter()
@@ -282,7 +282,7 @@ def _shipped_with(change: tuple[str, str, object] | None) -> bytes:
     """The default preset's text with one value replaced (or none)."""
     import tomllib
 
-    from simcore.presets import find_preset
+    from simcore.formats.presets import find_preset
     doc = tomllib.loads(find_preset("default").path.read_text())
     if change is not None:
         table, key, value = change

@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import hydraulic
-from simcore.hydraulic import DropletParams, run_batch
+from simcore.processes import hydraulic
+from simcore.processes.hydraulic import DropletParams, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 

@@ -8,11 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import hydrology
-from simcore.hydrology import HydrologyParams, pool_volume, pour, run_batch
+from simcore.formats.presets import find_preset
 from simcore.noise import fractal_terrain
 from simcore.params import ParameterError
-from simcore.presets import find_preset
+from simcore.processes import hydrology
+from simcore.processes.hydrology import HydrologyParams, pool_volume, pour, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from simcore import landforms
+from simcore.formats.presets import find_preset, preset_files
 from simcore.noise import upland_terrain
-from simcore.presets import find_preset, preset_files
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 

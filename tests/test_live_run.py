@@ -97,7 +97,7 @@ def test_edit_mode_mid_run_stops_and_keeps_progress(blender):
 
 def _rivers(obj):
     s = obj.terrain_erosion
-    s.apply_preset(te.simcore.presets.find_preset("rivers_and_lakes"))
+    s.apply_preset(te.simcore.formats.presets.find_preset("rivers_and_lakes"))
     s.hydrology.sea = True
     s.hydrology.sea_level = 4.0
     s.trees.spawn_tries = 20
@@ -185,7 +185,8 @@ class _Layout:
 
 def test_broken_user_presets_are_listed_not_fatal(blender, tmp_path):
     user = tmp_path / "user" / "presets"
-    good = te.simcore.presets.dump_preset(te.simcore.presets.find_preset("quick_preview"))
+    presets = te.simcore.formats.presets
+    good = presets.dump_preset(presets.find_preset("quick_preview"))
     _write(user / "mine.toml", good.replace("Quick preview", "Mine").encode())
     _write(user / "hand_edited.toml", b"[droplets]\nKd = 5000.0\n")
     _write(user / "latin1.toml", b"[preset]\nname = \"Caf\xe9\"\n[droplets]\n")
@@ -233,7 +234,7 @@ def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, 
     heights = tmp_path / "z0.npy"
     np.save(heights, z0)
 
-    preset = te.simcore.presets.find_preset("droplets_only").with_overrides(
+    preset = te.simcore.formats.presets.find_preset("droplets_only").with_overrides(
         {"seed": BIG_SEED, "particles": 4096})
     a.terrain_erosion.apply_preset(preset)
     s = a.terrain_erosion

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcore.formats.states import load_state, save_state
 from simcore.masks import MaskError, selection_protect, smoothstep
 from simcore.noise import fractal_terrain
 from simcore.simulation import Simulation, process_params
-from simcore.state_io import load_state, save_state
 from simcore.terrain import Terrain, TerrainError
 
 EROSIVE = ("droplets", "snowball", "thermal", "hydrology", "wind")

@@ -27,7 +27,7 @@ def blender():
 
 def _erode(seed_name: str) -> np.ndarray:
     obj = add_grid(bpy, n=40, name=seed_name, seed=3)
-    obj.terrain_erosion.apply_preset(te.simcore.presets.find_preset("default"))
+    obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset("default"))
     obj.terrain_erosion.particles = 6000
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.terrain.erode() == {'FINISHED'}

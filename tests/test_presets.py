@@ -1,7 +1,6 @@
 import pytest
 
-from simcore.params import ParameterError
-from simcore.presets import (
+from simcore.formats.presets import (
     PresetError,
     dump_preset,
     find_preset,
@@ -10,6 +9,7 @@ from simcore.presets import (
     preset_files,
     save_preset,
 )
+from simcore.params import ParameterError
 from simcore.simulation import PROCESSES
 
 
@@ -86,7 +86,7 @@ def test_non_utf8_and_huge_presets_are_user_errors(tmp_path):
 
 def test_saving_and_deleting_presets_fail_with_the_path(tmp_path):
     from simcore.errors import UserError
-    from simcore.presets import delete_preset
+    from simcore.formats.presets import delete_preset
     (tmp_path / "file").write_text("x")
     target = tmp_path / "file" / "sub" / "p.toml"
     with pytest.raises(UserError) as info:

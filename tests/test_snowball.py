@@ -4,8 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore.processes.snowball import SnowballParams, blur_change, run_batch
 from simcore.simulation import Simulation
-from simcore.snowball import SnowballParams, blur_change, run_batch
 from simcore.terrain import Terrain
 
 

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore.processes.thermal import ThermalParams, run_batch
 from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
-from simcore.thermal import ThermalParams, run_batch
 
 N = 40
 
@@ -120,7 +120,7 @@ def test_deterministic_and_independent_of_thread_count(hills):
 
 
 def test_runs_inside_a_simulation_with_wind(hills):
-    from simcore.wind import WindParams
+    from simcore.processes.wind import WindParams
     t = Terrain.from_heights(hills, world_units=False, sediment=np.full(hills.shape, 1.0))
     total0 = t.total_material()
     Simulation(t, {"thermal": ThermalParams(batch=2), "wind": WindParams(batch=50)},

@@ -5,12 +5,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import hydrology, vegetation
-from simcore.hydrology import HydrologyParams
+from simcore.formats.states import load_state, save_state
+from simcore.processes import hydrology, vegetation
+from simcore.processes.hydrology import HydrologyParams
+from simcore.processes.vegetation import TreeParams
 from simcore.simulation import Simulation
-from simcore.state_io import load_state, save_state
 from simcore.terrain import Terrain
-from simcore.vegetation import TreeParams
 
 LUSH = TreeParams(spawn_tries=20, spread_chance=0.2)
 

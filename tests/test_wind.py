@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import wind
 from simcore.params import ParameterError
+from simcore.processes import wind
+from simcore.processes.wind import WindParams, measure_dunes, run_batch
 from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
-from simcore.wind import WindParams, measure_dunes, run_batch
 
 N = 48
 YY, XX = np.mgrid[0:N, 0:N]

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcore import landforms  # noqa: E402
-from simcore.image import save_png, shaded_relief  # noqa: E402
+from simcore.formats.images import save_png, shaded_relief  # noqa: E402
+from simcore.formats.presets import find_preset, preset_files  # noqa: E402
 from simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
-from simcore.presets import find_preset, preset_files  # noqa: E402
 from simcore.simulation import Simulation  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 

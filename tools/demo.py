@@ -25,10 +25,10 @@ sys.path.insert(0, str(stage().parent))
 
 import bpy  # noqa: E402
 import terrain_erosion as te  # noqa: E402
-from terrain_erosion.simcore.image import save_png, shaded_relief  # noqa: E402
+from terrain_erosion.simcore.formats.images import save_png, shaded_relief  # noqa: E402
+from terrain_erosion.simcore.formats.presets import find_preset  # noqa: E402
+from terrain_erosion.simcore.formats.states import save_heights  # noqa: E402
 from terrain_erosion.simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
-from terrain_erosion.simcore.presets import find_preset  # noqa: E402
-from terrain_erosion.simcore.state_io import save_heights  # noqa: E402
 from terrain_erosion.simcore.terrain import Terrain  # noqa: E402
 
 

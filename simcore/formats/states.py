@@ -16,9 +16,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from .errors import UserError
-from .fileio import atomic_write, check_memory
-from .terrain import (
+from ..errors import UserError
+from ..fileio import atomic_write, check_memory
+from ..terrain import (
     ALL_FIELDS,
     BYTES_PER_CELL,
     StateFileError,
@@ -93,7 +93,7 @@ def _check_array_size(shape: tuple[int, ...], dtype: np.dtype, where: str,
 
 
 def load_heights(path: str | Path) -> np.ndarray:
-    """Read a 2-D heightmap from .npy (world units)."""
+    """Read a 2-D heightmap from ..npy (world units)."""
     path = Path(path)
     where = f"{path}: cannot read heightmap"
     try:

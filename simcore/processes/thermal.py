@@ -50,9 +50,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .kernels import exchange, put_at
-from .params import Params, param
-from .terrain import Terrain
+from ..kernels import exchange, put_at
+from ..params import Params, param
+from ..terrain import Terrain
 
 STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
 

@@ -40,8 +40,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels import next_uniform, stream_state
-from .params import ParameterError, Params, param
+from ..kernels import next_uniform, stream_state
+from ..params import ParameterError, Params, param
 
 BIASES = ("none", "left", "right", "up", "down", "center", "edges", "equator", "meridian")
 STARTS = ("center", "points", "walls", "mask")

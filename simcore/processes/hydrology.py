@@ -69,9 +69,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels import exchange, put, rain_cdf, start_position, stream_state
-from .params import Params, param
-from .terrain import Terrain
+from ..kernels import exchange, put, rain_cdf, start_position, stream_state
+from ..params import Params, param
+from ..terrain import Terrain
 
 STREAM_ID = 5
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import UserError
-from .fileio import atomic_write
+from ..errors import UserError
+from ..fileio import atomic_write
 
 
 def shaded_relief(height: np.ndarray, sediment: np.ndarray | None = None,

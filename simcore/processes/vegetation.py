@@ -22,9 +22,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels import next_uniform, stream_state
-from .params import Params, param
-from .terrain import Terrain
+from ..kernels import next_uniform, stream_state
+from ..params import Params, param
+from ..terrain import Terrain
 
 STREAM_ID = 6
 

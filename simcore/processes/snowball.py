@@ -20,9 +20,9 @@ import dataclasses
 import numpy as np
 from numba import njit
 
-from .kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
-from .params import Params, param
-from .terrain import Terrain
+from ..kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
+from ..params import Params, param
+from ..terrain import Terrain
 
 STREAM_ID = 2
 

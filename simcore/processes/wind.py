@@ -64,9 +64,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .kernels import exchange, next_uniform, stream_state
-from .params import Params, param
-from .terrain import Terrain
+from ..kernels import exchange, next_uniform, stream_state
+from ..params import Params, param
+from ..terrain import Terrain
 
 STREAM_ID = 3  # RNG stream of this process
 

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .kernels import (
+from ..kernels import (
     exchange,
     next_uniform,
     put_bilinear_flat,
@@ -37,8 +37,8 @@ from .kernels import (
     start_position,
     stream_state,
 )
-from .params import Params, param
-from .terrain import Terrain
+from ..params import Params, param
+from ..terrain import Terrain
 
 STRIP_ROWS = 32
 STREAM_ID = 1  # RNG stream of this process

@@ -24,15 +24,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .errors import describe_os_error
-from .fileio import atomic_write
-from .params import ParameterError, Params, describe_range
-from .simulation import PROCESSES, process_params
+from ..errors import describe_os_error
+from ..fileio import atomic_write
+from ..params import ParameterError, Params, describe_range
+from ..simulation import PROCESSES, process_params
 
 #: Folder of the presets shipped with the project (next to simcore in the repo,
 #: inside the package in the built extension).
-_HERE = Path(__file__).resolve().parent
-BUNDLED_DIRS = [p for p in (_HERE / "presets", _HERE.parent / "presets") if p.is_dir()]
+_SIMCORE = Path(__file__).resolve().parent.parent  # simcore/ (formats/ is inside it)
+BUNDLED_DIRS = [p for p in (_SIMCORE / "presets", _SIMCORE.parent / "presets") if p.is_dir()]
 
 SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
     "seed": (0, 0, 2**63 - 1, "random seed"),
@@ -63,7 +63,7 @@ class Preset:
     params: dict[str, Params] = dataclasses.field(default_factory=dict)
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
-    #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
+    #: optional [ridges] table (simcore.processes.dla.RidgeParams): DLA mountains raised on the
     #: input heightmap before the erosion runs (issue 15)
     ridges: Params | None = None
 
@@ -151,7 +151,7 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                                       f"keys: {', '.join([*SIMULATION_KEYS, AREA_KEY[0]])}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
         elif table == "ridges":
-            from .dla import RidgeParams
+            from ..processes.dla import RidgeParams
             preset.ridges = RidgeParams.from_dict(values, f"{where}: [ridges]")
         elif table in PROCESSES:
             values = dict(values)
