@@ -30,11 +30,14 @@ from .simcore import __version__ as simcore_version
 from .simcore.channels import label_lakes, stream_polylines
 from .simcore.errors import InputFileError, OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
+from .simcore.layers import WET_DEPTH
+from .simcore.processes import FIELDS
 
 FORMATS = {"PNG": ".png", "EXR": ".exr"}
 SIDECAR_SCHEMA = 1
-#: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs)
-UNIT_MAPS = ("stream", "vegetation", "wind", "wind_contact")
+#: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs);
+#: map names are the float attributes' names without "te_"
+UNIT_MAPS = tuple(f.exact[3:] for f in FIELDS.values() if f.exact and f.unit == "0..1")
 PNG_LEVELS = 65535
 
 
@@ -235,7 +238,7 @@ def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,
         record["rivers"] = {"files": {"JSON": path.name}, "count": len(rivers)}
         out.append(path)
     if "pool_depth" in maps:
-        labels, n = label_lakes(maps["pool_depth"] > 1e-6)
+        labels, n = label_lakes(maps["pool_depth"] > WET_DEPTH)
         path = folder / f"{base}_lakes.png"
         _save_image(path, labels / PNG_LEVELS, "PNG")
         record["lakes"] = {"files": {"PNG": path.name}, "count": n,

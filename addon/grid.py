@@ -13,29 +13,16 @@ import numpy as np
 
 from .simcore.errors import UserError
 from .simcore.layers import gray_to_rgba, to_vertices
+from .simcore.processes import FIELDS
 
-#: Our attributes. Color layers (FLOAT_COLOR, point domain, value as gray 0..1) and
-#: float layers with the exact state, in local units. Nothing else is ever touched.
-COLOR_LAYERS = {
-    "sediment": "te_sediment",
-    "stream": "te_streams",
-    "pool": "te_pools",
-    "vegetation": "te_trees",
-    "wind": "te_wind",
-}
-FLOAT_LAYERS = {
-    "bedrock": "te_bedrock",
-    "sediment": "te_sediment_depth",
-    "pool": "te_pool_depth",
-    "stream": "te_stream",
-    "vegetation": "te_vegetation",
-    "wind": "te_wind_contact",
-    "eroded": "te_eroded",
-    "deposited": "te_deposited",
-}
+#: Our attributes, from the terrain arrays' descriptions (simcore/fields.py): color
+#: layers (FLOAT_COLOR, point domain, value as gray 0..1) and float layers with the
+#: exact state, in local units. Nothing else is ever touched.
+COLOR_LAYERS = {f.name: f.color for f in FIELDS.values() if f.color}
+FLOAT_LAYERS = {f.name: f.exact for f in FIELDS.values() if f.exact}
 #: Terrain arrays that are lengths (stored in local units on the mesh, cell units in
 #: simcore); the other arrays are 0..1 maps stored as they are.
-LENGTH_LAYERS = ("bedrock", "sediment", "pool", "eroded", "deposited")
+LENGTH_LAYERS = tuple(f.name for f in FIELDS.values() if f.exact and f.is_length)
 #: Heights before the first run, kept until the user applies or resets.
 ORIGINAL_Z = "te_original_z"
 OUR_ATTRIBUTES = set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIGINAL_Z}

@@ -13,7 +13,7 @@ import numpy as np
 
 from .compat import new_node_material, set_modifier_input
 from .grid import Grid, read_positions
-from .simcore.layers import sample_bilinear, water_surface
+from .simcore.layers import WET_DEPTH, sample_bilinear, water_surface
 
 TREE_GROUP = "Terrain Erosion Trees"
 DEFAULT_TREE = "TE Default Tree"
@@ -218,7 +218,7 @@ def update_water(terrain: bpy.types.Object, grid: Grid, height: np.ndarray,
         s.water_object = obj
     write_heights(obj.data, grid, read_positions(obj.data), water_surface(height, pool),
                   grid.cell_size)
-    write_float_layer(obj.data, "te_wet", grid, (pool > 1e-6).astype(np.float64))
+    write_float_layer(obj.data, "te_wet", grid, (pool > WET_DEPTH).astype(np.float64))
     obj.data.update()
     return obj
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .layers import WET_DEPTH
+
 _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1])
 _DC = np.array([-1, 0, 1, -1, 1, -1, 0, 1])
 
@@ -169,7 +171,7 @@ def label_lakes(water: np.ndarray) -> tuple[np.ndarray, int]:
     return labels, int(n)
 
 
-def lake_mesh(height: np.ndarray, pool: np.ndarray, min_depth: float = 1e-6
+def lake_mesh(height: np.ndarray, pool: np.ndarray, min_depth: float = WET_DEPTH
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Quads covering every water body, flat at its surface.
 

@@ -22,14 +22,16 @@ from .fileio import check_output
 EPILOG = """\
 examples:
   python -m simcore generate --size 512 --seed 4 --output hills.npy
-  python -m simcore erode --preset default --input hills.npy --output eroded.npy
-  python -m simcore erode --preset default --input hills.npy --output state.npz \\
+  python -m simcore erode --preset default --input hills.npy --cell-size 30 --output eroded.npy
+  python -m simcore erode --preset default --input hills.npy --cell-size 30 --output state.npz \\
       --particles 500000 --set droplets.Kq=20 --set droplets.Ki=0.3
   python -m simcore erode --preset default --input state.npz --output more.npz  # resume
 
 heights in .npy files are world units; --cell-size is the world distance between
-neighbouring samples (default 1). An .npz output holds the whole state (every array
-by name, in cell units, plus 'height' in world units and JSON 'metadata'); pass it as
+neighbouring samples (default 1; `generate` makes 30 m cells and prints the value to
+pass). An .npz output holds the whole state (every array
+by name, plus 'height' in world units and JSON 'metadata' whose 'units' names each
+array's unit: 'cell' = world length / cell_size); pass it as
 --input to continue a run with the same random sequence. --particles 0 does no work
 (an .npy input is written out as a state).
 
@@ -38,8 +40,6 @@ stderr says what to do; nothing is written), 130 interrupted (nothing written).
 """
 
 #: Largest grid the CLI erodes (cells per side squared) and the largest it generates.
-MAX_ERODE_CELLS = 8192 * 8192
-MAX_GENERATE_CELLS = 16384 * 16384
 SEED_RANGE = (0, 2**63 - 1)
 
 
@@ -92,13 +92,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from .fileio import check_memory
     from .formats.states import heights_bytes, save_heights
     from .noise import upland_terrain
-    from .terrain import MAX_ABS_VALUE
+    from .terrain import MAX_ABS_VALUE, MAX_CELLS, MAX_SIDE
 
     rows = args.size if args.rows is None else args.rows
     cols = args.size if args.cols is None else args.cols
-    if rows < 3 or cols < 3 or rows * cols > MAX_GENERATE_CELLS:
+    if rows < 3 or cols < 3 or rows * cols > MAX_CELLS:
         raise CliError(f"grid {rows}x{cols}: sides must be >= 3 and the grid at most "
-                       "16384x16384")
+                       f"{MAX_SIDE}x{MAX_SIDE}")
     seed = _seed(args.seed)
     cell = _cell_size(args.cell_size)
     relief = args.relief
@@ -144,7 +144,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
     from .formats.presets import find_preset
     from .formats.states import heights_bytes, save_heights, save_state, state_bytes
     from .simulation import Simulation
-    from .terrain import BYTES_PER_CELL
+    from .terrain import BYTES_PER_CELL, MAX_CELLS, MAX_SIDE
 
     out = _check_output(args.output, (".npy", ".npz"))
     if args.cell_size is not None:
@@ -158,8 +158,9 @@ def cmd_erode(args: argparse.Namespace) -> int:
     preset = preset.with_overrides(overrides)
     terrain, rounds_done = _load_input(args, preset)
     rows, cols = terrain.shape
-    if rows * cols > MAX_ERODE_CELLS:
-        raise CliError(f"grid {rows}x{cols} is larger than 8192x8192; downsample it first")
+    if rows * cols > MAX_CELLS:
+        raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
+                       "downsample it first")
     check_memory(rows * cols * BYTES_PER_CELL, f"eroding a {rows}x{cols} grid")
     estimate = (state_bytes if out.suffix.lower() == ".npz" else heights_bytes)((rows, cols))
     _check_output(args.output, (".npy", ".npz"), estimate)
@@ -226,7 +227,8 @@ def cmd_shade(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m simcore", description="Erode terrain heightmaps: rain droplets, "
-        "snowball erosion (more processes as they land). No Blender needed.",
+        "snowballs, rivers and lakes, wind and dunes, hillslopes, trees and ridges. "
+        "No Blender needed.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -119,18 +119,6 @@ def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
     put_at(below + one, amount * fx * fy, height, bedrock, sediment, deposited)
 
 
-@njit(cache=True, inline="always")
-def sample_bilinear(height, x, y):
-    """Bilinear height at (x, y); needs 0 <= x < cols-1 and 0 <= y < rows-1."""
-    xi = int(np.floor(x))
-    yi = int(np.floor(y))
-    fx = x - xi
-    fy = y - yi
-    top = height[yi, xi] * (1 - fx) + height[yi, xi + 1] * fx
-    bottom = height[yi + 1, xi] * (1 - fx) + height[yi + 1, xi + 1] * fx
-    return top * (1 - fy) + bottom * fy
-
-
 @njit(cache=True)
 def start_position(state, rain_cdf, rows, cols):
     """Random start inside the grid's interior squares: uniform, or weighted by

@@ -6,19 +6,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .processes import FIELDS
+
+#: Pool depth (cell units) above which a cell counts as wet (lakes, the sea, te_wet).
+WET_DEPTH = 1e-6
 #: Depth (cell units) that maps to mid-gray for the depth-like arrays.
 HALF_GRAY_DEPTH = 1.0
-DEPTH_LIKE = ("sediment", "pool")
-
-
-def gray(name: str, values: np.ndarray) -> np.ndarray:
-    """Map a terrain array to 0..1: depths (sediment, pool) as d / (d + 1 cell), so
-    1 cell of sand is mid-gray; maps that are already 0..1 (stream, vegetation, wind)
-    are clipped."""
-    if name in DEPTH_LIKE:
-        d = np.maximum(values, 0.0)
-        return d / (d + HALF_GRAY_DEPTH)
-    return np.clip(values, 0.0, 1.0)
+#: Arrays shown as d / (d + HALF_GRAY_DEPTH): the depths of simcore/fields.py.
+DEPTH_LIKE = tuple(f.name for f in FIELDS.values() if f.kind == "depth" and f.color)
 
 
 @njit(cache=True, error_model="numpy")
@@ -59,7 +54,9 @@ def to_vertices(values: np.ndarray, out: np.ndarray, scale: float = 1.0,
 
 def gray_to_rgba(name: str, values: np.ndarray, rgba: np.ndarray,
                  order: np.ndarray | None = None) -> np.ndarray:
-    """:func:`gray` of ``values`` into an (n, 4) float32 RGBA buffer (alpha 1)."""
+    """Gray of ``values`` into an (n, 4) float32 RGBA buffer (alpha 1): depths
+    (sediment, pool) as d / (d + 1 cell), so 1 cell of sand is mid-gray; maps that are
+    already 0..1 (stream, vegetation, wind) clipped."""
     _gray_rgba(values, name in DEPTH_LIKE, np.empty(0, np.int64) if order is None else order,
                rgba)
     return rgba
@@ -68,7 +65,7 @@ def gray_to_rgba(name: str, values: np.ndarray, rgba: np.ndarray,
 def water_surface(height: np.ndarray, pool: np.ndarray, below: float = 0.5) -> np.ndarray:
     """Heights of a water surface mesh (cell units): ground + pool depth where there is
     water, ``below`` cells under the ground elsewhere (hidden by the terrain)."""
-    return np.where(pool > 1e-6, height + pool, height - below)
+    return np.where(pool > WET_DEPTH, height + pool, height - below)
 
 
 def sample_bilinear(height: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:

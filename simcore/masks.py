@@ -1,6 +1,6 @@
 """Painted masks that steer the simulation (issue 14 item 3): helpers that turn what an
 artist paints or selects into the terrain's input maps (``rain``, ``erodibility``,
-``protect``, ``tree_seeding``; see :data:`simcore.terrain.INPUT_FIELDS`).
+``protect``, ``tree_seeding``; the ``input`` fields of :mod:`simcore.fields`).
 
 "Erode only the selection": :func:`selection_protect` gives 0 on the selected cells,
 rising smoothly (smoothstep of the distance, world units) to exactly 1 at ``falloff``

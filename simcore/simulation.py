@@ -19,48 +19,8 @@ import numpy as np
 
 from .kernels import hold_protected, rain_cdf
 from .params import ParameterError, Params
-from .processes import hydraulic, hydrology, snowball, thermal, vegetation, wind
+from .processes import PROCESSES, hydrology
 from .terrain import Terrain
-
-
-@dataclasses.dataclass(frozen=True)
-class Process:
-    """A registered process: its parameter class and a function running one batch.
-
-    ``run_batch(terrain, params, seed, first, count, height, cdf) -> steps``.
-    """
-
-    name: str
-    params_type: type[Params]
-    run_batch: Callable[..., int]
-    label: str
-    doc: str
-    #: terrain arrays this process changes (the add-on writes only layers that exist)
-    outputs: tuple[str, ...] = ("bedrock", "sediment", "eroded", "deposited")
-
-
-#: Every process, in the order a round runs them.
-PROCESSES: dict[str, Process] = {
-    "droplets": Process("droplets", hydraulic.DropletParams, hydraulic.run_batch,
-                        "Droplet erosion", "rain droplets carve channels (seed 001)"),
-    "snowball": Process("snowball", snowball.SnowballParams, snowball.run_batch,
-                        "Snowball erosion", "fast preview erosion with blur (seed 003)"),
-    "wind": Process("wind", wind.WindParams, wind.run_batch,
-                    "Wind erosion", "wind particles move sand into dunes, abrade rock (seed 000)",
-                    ("bedrock", "sediment", "eroded", "deposited", "wind")),
-    "hydrology": Process("hydrology", hydrology.HydrologyParams, hydrology.run_batch,
-                         "Rivers and lakes", "water particles cut streams and fill pools "
-                         "(seed 002)", ("bedrock", "sediment", "eroded", "deposited",
-                                        "stream", "pool")),
-    # last of the processes that move ground, so every round ends with bounded slopes
-    "thermal": Process("thermal", thermal.ThermalParams, thermal.run_batch,
-                       "Thermal erosion and hillslopes",
-                       "rock weathers and steep rock slides; loose material rests at its "
-                       "angle of repose (docs/hillslopes.md)"),
-    "trees": Process("trees", vegetation.TreeParams, vegetation.run_batch, "Trees",
-                     "trees spread where it is dry and gentle; roots hold the soil (seed 002)",
-                     ("vegetation", "trees")),
-}
 
 
 def process_params(name: str, values: dict[str, Any] | None = None,
@@ -154,7 +114,7 @@ class Simulation:
     def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(wet cells, their water surface) before a process that moves ground but not
         water (everything but hydrology), or None where there is no standing water."""
-        if "pool" in PROCESSES[name].outputs:
+        if PROCESSES[name].moves_water:
             return None
         wet = self.terrain.pool > 0.0
         if not wet.any():

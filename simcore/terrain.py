@@ -7,37 +7,26 @@ and scaling heights and cell size together scales the result.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
 from .errors import InputFileError, UserError
+from .fields import Field
 
-#: State arrays: name -> (default fill value, lower bound, upper bound, doc).
-STATE_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
-    "bedrock": (0.0, None, None, "solid ground height, cell units"),
-    "sediment": (0.0, 0.0, None, "loose material on the bedrock, cell units (>= 0)"),
-    "stream": (0.0, 0.0, 1.0, "time-averaged presence of flowing water, 0..1"),
-    "pool": (0.0, 0.0, None, "depth of standing water, cell units (>= 0)"),
-    "wind": (0.0, 0.0, 1.0, "time-averaged wind-surface contact, 0..1"),
-    "vegetation": (0.0, 0.0, 1.0, "tree/root density, 0..1"),
-    "eroded": (0.0, 0.0, None, "material removed here so far, cell units"),
-    "deposited": (0.0, 0.0, None, "material laid down here so far, cell units"),
-}
 
-#: Input maps that shape the processes but are not changed by them.
-INPUT_FIELDS: dict[str, tuple[float, float | None, float | None, str]] = {
-    "erodibility": (1.0, 0.0, 10.0, "bedrock softness factor (1 = as soft as sediment)"),
-    "rain": (1.0, 0.0, None, "relative droplet start weight per cell (>= 0)"),
-    "protect": (0.0, 0.0, 1.0, "how much of every change is held back, 0..1 (1 = the "
-                "cell never changes)"),
-    "tree_seeding": (1.0, 0.0, 1.0, "chance a tree may take root here, 0..1"),
-}
+def fields() -> dict[str, Field]:
+    """Every terrain array (:mod:`simcore.fields`): the core ones and those the
+    processes declare, by name."""
+    from .processes import FIELDS  # the processes import this module
+    return FIELDS
 
-ALL_FIELDS = {**STATE_FIELDS, **INPUT_FIELDS}
 
 MIN_SIDE = 3
+#: Largest grid simcore makes, reads or erodes (cells per side; far beyond any Blender
+#: mesh, see addon/grid.py MAX_VERTICES); memory is checked separately.
+MAX_SIDE = 16384
+MAX_CELLS = MAX_SIDE * MAX_SIDE
 #: Allowed cell sizes (world units): wide enough for millimetre to continental grids,
 #: narrow enough that world heights (cell units x cell size) stay finite.
 CELL_SIZE_RANGE = (1e-9, 1e9)
@@ -98,30 +87,45 @@ def _as_float_grid(name: str, value: Any, shape: tuple[int, int] | None) -> np.n
     return arr
 
 
-@dataclasses.dataclass
 class Terrain:
     """Terrain state: bedrock + sediment with derived masks and maps (cell units).
 
-    ``outflow`` counts material (cell units x cells) that left the grid; ``cell_size``
-    is the world size of one cell (any length unit, e.g. metres).
+    Every array of :func:`fields` is an attribute (``terrain.bedrock``,
+    ``terrain.pool``, ...). ``outflow`` counts material (cell units x cells) that left
+    the grid; ``cell_size`` is the world size of one cell (any length unit, e.g.
+    metres); ``trees`` holds rows (x, y, size): x = column, y = row (cell units),
+    size 0..1.
     """
 
-    bedrock: np.ndarray
-    sediment: np.ndarray
-    stream: np.ndarray
-    pool: np.ndarray
-    wind: np.ndarray
-    vegetation: np.ndarray
-    eroded: np.ndarray
-    deposited: np.ndarray
-    erodibility: np.ndarray
-    rain: np.ndarray
-    protect: np.ndarray
-    tree_seeding: np.ndarray
-    cell_size: float = 1.0
-    outflow: float = 0.0
-    #: trees as rows (x, y, size): x = column, y = row (cell units), size 0..1
-    trees: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 3)))
+    def __init__(self, *, cell_size: float = 1.0, outflow: float = 0.0,
+                 trees: Any = None, **arrays: Any) -> None:
+        known = fields()
+        unknown = [n for n in arrays if n not in known]
+        missing = [n for n in known if n not in arrays]
+        if unknown or missing:
+            raise TerrainError(f"Terrain needs exactly the arrays {', '.join(known)}; "
+                               f"unknown: {unknown}, missing: {missing}")
+        self.__dict__["_arrays"] = dict(arrays)
+        self.cell_size = cell_size
+        self.outflow = outflow
+        self.trees = np.zeros((0, 3)) if trees is None else trees
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        arrays = self.__dict__.get("_arrays")
+        if arrays is not None and name in arrays:
+            return arrays[name]
+        raise AttributeError(f"'Terrain' has no attribute '{name}'")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        arrays = self.__dict__.get("_arrays")
+        if arrays is not None and name in arrays:
+            arrays[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        return (f"Terrain({self.shape[0]}x{self.shape[1]}, cell_size={self.cell_size!r}, "
+                f"outflow={self.outflow!r}, {len(self.trees)} trees)")
 
     @classmethod
     def from_heights(cls, heights: Any, cell_size: float = 1.0, *,
@@ -141,12 +145,12 @@ class Terrain:
             bedrock = bedrock.copy()
         values = {"bedrock": bedrock}
         for name, array in arrays.items():
-            if name not in ALL_FIELDS or name == "bedrock":
+            if name not in fields() or name == "bedrock":
                 raise TerrainError(f"unknown terrain array '{name}'; known: "
-                                   f"{', '.join(ALL_FIELDS)}")
+                                   f"{', '.join(fields())}")
             values[name] = np.array(array)  # a copy: never erode the caller's arrays
-        for name, (fill, _, _, _) in ALL_FIELDS.items():
-            values.setdefault(name, np.full(bedrock.shape, fill))
+        for name, f in fields().items():
+            values.setdefault(name, np.full(bedrock.shape, f.default))
         terrain = cls(**values, cell_size=cell_size)
         terrain.validate()
         return terrain
@@ -168,12 +172,13 @@ class Terrain:
         return float(self.bedrock.sum() + self.sediment.sum())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return {name: getattr(self, name) for name in ALL_FIELDS}
+        return dict(self.__dict__["_arrays"])
 
     def validate(self) -> None:
         """Check shapes, dtypes, finiteness and ranges; coerce arrays to float64 C order."""
         shape = None
-        for name, (_, lo, hi, _) in ALL_FIELDS.items():
+        for name, f in fields().items():
+            lo, hi = f.lo, f.hi
             arr = _as_float_grid(name, getattr(self, name), shape)
             shape = arr.shape
             if lo is not None and (arr < lo).any():
@@ -201,5 +206,6 @@ class Terrain:
         self.trees = np.ascontiguousarray(trees, dtype=np.float64)
 
     def copy(self) -> Terrain:
-        return dataclasses.replace(self, **{n: a.copy() for n, a in self.arrays().items()},
-                                   trees=np.array(self.trees, dtype=np.float64))
+        return Terrain(**{n: a.copy() for n, a in self.arrays().items()},
+                       cell_size=self.cell_size, outflow=self.outflow,
+                       trees=np.array(self.trees, dtype=np.float64))

@@ -17,18 +17,19 @@ from typing import IO, Any
 import numpy as np
 
 from ..errors import UserError
+from ..fields import EXTRA_UNITS
 from ..fileio import atomic_write, check_memory
 from ..terrain import (
-    ALL_FIELDS,
     BYTES_PER_CELL,
+    MAX_CELLS,
+    MAX_SIDE,
     StateFileError,
     Terrain,
     TerrainError,
     check_cell_size,
+    fields,
 )
 
-#: Largest grid a file may hold (cells); the same bound the CLI uses for erosion input.
-MAX_FILE_CELLS = 16384 * 16384
 #: Largest 'rounds_done' a state may claim: keeps particle indices far inside int64.
 MAX_ROUNDS = 10**12
 #: Largest number of trees a state may hold.
@@ -39,10 +40,14 @@ NOT_A_STATE = "this file is not a Terrain Erosion state"
 
 
 def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> Path:
-    """Write every terrain array by name (cell units), ``height`` in world units and
-    ``metadata`` (JSON text) to an .npz, atomically (a failed write leaves no file)."""
+    """Write every terrain array by name, ``height`` in world units and ``metadata``
+    (JSON text) to an .npz, atomically (a failed write leaves no file).
+
+    ``metadata["units"]`` gives each entry's unit: ``cell`` (world length / cell_size),
+    ``world``, ``0..1`` or ``factor`` (see :mod:`simcore.fields`)."""
+    units = {n: f.unit for n, f in fields().items()} | EXTRA_UNITS
     meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
-            "units": "arrays in cell units (world / cell_size); 'height' in world units"}
+            "units": units}
     arrays = {**terrain.arrays(), "trees": terrain.trees, "height": terrain.world_height(),
               "metadata": np.array(json.dumps(meta))}
     return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
@@ -55,7 +60,7 @@ def save_heights(path: str | Path, heights: np.ndarray) -> Path:
 
 def state_bytes(shape: tuple[int, int]) -> int:
     """Upper estimate of an .npz state's size on disk (uncompressed arrays)."""
-    return (len(ALL_FIELDS) + 1) * 8 * shape[0] * shape[1] + 2**20
+    return (len(fields()) + 1) * 8 * shape[0] * shape[1] + 2**20
 
 
 def heights_bytes(shape: tuple[int, int]) -> int:
@@ -84,9 +89,9 @@ def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype]:
 def _check_array_size(shape: tuple[int, ...], dtype: np.dtype, where: str,
                       data_bytes: int | None) -> None:
     count = math.prod(shape)
-    if count > MAX_FILE_CELLS * (3 if len(shape) == 2 and shape[-1] == 3 else 1):
+    if count > MAX_CELLS * (3 if len(shape) == 2 and shape[-1] == 3 else 1):
         raise StateFileError(f"{where}: claims a {'x'.join(map(str, shape))} array, larger "
-                             f"than the largest grid (16384x16384)")
+                             f"than the largest grid ({MAX_SIDE}x{MAX_SIDE})")
     if data_bytes is not None and count * dtype.itemsize > data_bytes:
         raise StateFileError(f"{where}: the file is truncated (the header promises "
                              f"{count * dtype.itemsize} bytes, it holds {data_bytes})")
@@ -167,7 +172,7 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
             check_memory(math.prod(shape) * BYTES_PER_CELL, f"a {shape[0]}x{shape[1]} grid")
             meta = _parse_meta(raw, where)
             arrays = {n: _read_member(zf, f"{n}.npy", where)
-                      for n in ALL_FIELDS if f"{n}.npy" in names}
+                      for n in fields() if f"{n}.npy" in names}
             trees = (_read_member(zf, "trees.npy", where) if "trees.npy" in names
                      else np.zeros((0, 3)))
     except UserError:

@@ -38,6 +38,7 @@ from ..kernels import (
     stream_state,
 )
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STRIP_ROWS = 32
@@ -328,3 +329,9 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
         terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
     terrain.outflow += lost
     return int(nsteps)
+
+
+PROCESS = Process(
+    "droplets", DropletParams, run_batch, "Droplet erosion",
+    "rain droplets carve channels (seed 001)", order=10, stream=STREAM_ID,
+    reads=("bedrock", "sediment", "erodibility", "rain"))

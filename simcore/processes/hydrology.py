@@ -69,8 +69,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..fields import Field
 from ..kernels import exchange, put, rain_cdf, start_position, stream_state
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 5
@@ -864,3 +866,14 @@ def _component_sizes(wet, stack):
                             top += 1
             sizes.append(size)
     return sizes
+
+
+PROCESS = Process(
+    "hydrology", HydrologyParams, run_batch, "Rivers and lakes",
+    "water particles cut streams and fill pools (seed 002)", order=40, stream=STREAM_ID,
+    reads=("bedrock", "sediment", "erodibility", "rain", "stream", "pool", "vegetation"),
+    writes=("bedrock", "sediment", "eroded", "deposited", "stream", "pool"),
+    fields=(Field("stream", "fraction", "time-averaged presence of flowing water", lo=0.0,
+                  hi=1.0, color="te_streams", exact="te_stream"),
+            Field("pool", "depth", "depth of standing water", lo=0.0, color="te_pools",
+                  exact="te_pool_depth")))

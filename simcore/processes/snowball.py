@@ -22,6 +22,7 @@ from numba import njit
 
 from ..kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 2
@@ -185,3 +186,9 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     terrain.eroded += np.maximum(-net, 0.0)
     terrain.deposited += np.maximum(net, 0.0)
     return int(nsteps)
+
+
+PROCESS = Process(
+    "snowball", SnowballParams, run_batch, "Snowball erosion",
+    "fast preview erosion with blur (seed 003)", order=20, stream=STREAM_ID,
+    reads=("bedrock", "sediment", "erodibility", "rain"))

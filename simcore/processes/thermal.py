@@ -52,6 +52,7 @@ from numba import njit, prange
 
 from ..kernels import exchange, put_at
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
@@ -335,3 +336,11 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
                             terrain.eroded, terrain.deposited, terrain.erodibility)
             sweeps += 1
     return sweeps * height.size
+
+
+# last of the processes that move ground, so every round ends with bounded slopes
+PROCESS = Process(
+    "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
+    "rock weathers and steep rock slides; loose material rests at its angle of repose "
+    "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
+    reads=("bedrock", "sediment", "erodibility"))

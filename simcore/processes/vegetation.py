@@ -22,8 +22,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..fields import Field
 from ..kernels import next_uniform, stream_state
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 6
@@ -215,3 +217,13 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
                                 params.kernel(), trees, height, terrain.pool,
                                 terrain.stream, terrain.vegetation, terrain.tree_seeding)
     return int(terrain.trees.shape[0])
+
+
+PROCESS = Process(
+    "trees", TreeParams, run_batch, "Trees",
+    "trees spread where it is dry and gentle; roots hold the soil (seed 002)", order=60,
+    stream=STREAM_ID, reads=("bedrock", "sediment", "stream", "pool", "tree_seeding",
+                             "vegetation"),
+    writes=("vegetation", "trees"),
+    fields=(Field("vegetation", "fraction", "tree/root density", lo=0.0, hi=1.0,
+                  color="te_trees", exact="te_vegetation"),))

@@ -64,8 +64,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from ..fields import Field
 from ..kernels import exchange, next_uniform, stream_state
 from ..params import Params, param
+from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 3  # RNG stream of this process
@@ -519,3 +521,12 @@ def _profile_spectrum(h: np.ndarray, ux: float, uy: float,
     total = spec.sum()
     share = float(spec[inb].sum() / total) if total > 0 else 0.0
     return share, float(lam[int(np.argmax(spec))])
+
+
+PROCESS = Process(
+    "wind", WindParams, run_batch, "Wind erosion",
+    "wind particles move sand into dunes, abrade rock (seed 000)", order=30,
+    stream=STREAM_ID, reads=("bedrock", "sediment", "erodibility", "wind"),
+    writes=("bedrock", "sediment", "eroded", "deposited", "wind"),
+    fields=(Field("wind", "fraction", "time-averaged wind-surface contact", lo=0.0, hi=1.0,
+                  color="te_wind", exact="te_wind_contact"),))

@@ -1,0 +1,53 @@
+"""What a process says about itself: the descriptor every module in
+``simcore/processes/`` ends with (``PROCESS = Process(...)``).
+
+The simulation, the presets, the CLI, the add-on's properties, panels and layers, the
+.npz units and the docs' attribute table read these descriptors; adding a process
+means adding its module (with its descriptor), its preset keys and its tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from .fields import Field
+from .params import Params
+
+
+@dataclasses.dataclass(frozen=True)
+class Process:
+    """A process of the terrain model.
+
+    ``run_batch(terrain, params, seed, first, count, height, cdf) -> steps`` runs
+    particles (or passes) ``first .. first+count-1`` in place: ``height`` is the
+    terrain's bedrock + sediment, kept up to date; ``cdf`` the rain start weights.
+    """
+
+    #: key in presets, the CLI's ``--set name.key=value`` and the add-on's settings
+    name: str
+    params_type: type[Params]
+    run_batch: Callable[..., int]
+    label: str
+    doc: str
+    #: position in a round (lower runs first)
+    order: int
+    #: RNG stream id: particle ``k`` draws from ``(seed, stream, k)``; unique per process
+    stream: int
+    #: terrain arrays the process reads
+    reads: tuple[str, ...]
+    #: terrain arrays (and ``trees``) it may change; everything else stays bit-identical
+    writes: tuple[str, ...] = ("bedrock", "sediment", "eroded", "deposited")
+    #: arrays this process adds to the terrain model
+    fields: tuple[Field, ...] = ()
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """Old name of :attr:`writes`."""
+        return self.writes
+
+    @property
+    def moves_water(self) -> bool:
+        """True if the process changes standing water itself (else the simulation keeps
+        lake surfaces level while ground moves under them)."""
+        return "pool" in self.writes
