@@ -218,12 +218,12 @@ def test(argv: list[str]) -> int:
 
 def bench(extra: list[str]) -> int:
     setup_line(PRIMARY)
-    return _run([PRIMARY.py, ROOT / "benchmarks" / "bench.py", *extra])
+    return _run([PRIMARY.py, "-m", "benchmarks.bench", *extra])
 
 
 def demo(extra: list[str]) -> int:
     setup_line(PRIMARY)
-    return _run([PRIMARY.py, ROOT / "tools" / "demo.py", *extra])
+    return _run([PRIMARY.py, "-m", "tools.demo", *extra])
 
 
 def package(extra: list[str]) -> int:

@@ -16,8 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in modules:
         print(f"== {name}", flush=True)
         t0 = time.perf_counter()
-        rows = importlib.import_module(name).run(args.quick)
+        rows = importlib.import_module(f"benchmarks.{name}").run(args.quick)
         results[name] = rows
         for row in rows:
             print("  " + "  ".join(f"{k}={_fmt(v)}" for k, v in row.items()), flush=True)

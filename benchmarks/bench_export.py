@@ -20,17 +20,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def run(quick: bool) -> list[dict]:
-    from bench_addon import _grid_mesh
-
-    from tools.stage import stage
-    sys.path.insert(0, str(stage().parent))
     import bpy
-    import terrain_erosion as te
+
+    from benchmarks.bench_addon import _grid_mesh
+    from tools.stage import import_staged
+    te = import_staged()
     from terrain_erosion.simcore.noise import fractal_terrain
 
     rows = []

@@ -37,8 +37,6 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from simcore.kernels import rain_cdf, start_position, stream_state  # noqa: E402
 from simcore.noise import fractal_terrain  # noqa: E402
 from simcore.processes import hydrology  # noqa: E402

@@ -1,6 +1,6 @@
 """Landforms per preset and resolution independence, in world units.
 
-    python benchmarks/bench_landforms.py [--size 256] [--seed 4] [--presets a,b]
+    python -m benchmarks.bench_landforms [--size 256] [--seed 4] [--presets a,b]
                                          [--resolution 128,256,512] [--old-generator]
 
 For every shipped preset on ``simcore generate --size N --seed S``: slope p50 / p99,
@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from simcore import landforms  # noqa: E402
 from simcore.formats.presets import find_preset, preset_files  # noqa: E402

@@ -22,12 +22,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = r"""
 import hashlib, json, sys, time
-sys.path.insert(0, sys.argv[1])
 import numba
 from simcore.noise import fractal_terrain
 from simcore.simulation import Simulation, process_params
 from simcore.terrain import Terrain
-n, particles = int(sys.argv[2]), int(sys.argv[3])
+n, particles = int(sys.argv[1]), int(sys.argv[2])
 heights = fractal_terrain(n, seed=3, relief=n / 8)
 def once(threads):
     numba.set_num_threads(threads)
@@ -62,8 +61,8 @@ def _available_layers() -> list[str]:
 
 def _case(layer: str, extra_env: dict, n: int, particles: int) -> dict:
     env = {**os.environ, "NUMBA_THREADING_LAYER": layer, **extra_env}
-    run = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT), str(n), str(particles)],
-                         env=env, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", SCRIPT, str(n), str(particles)],
+                         env=env, capture_output=True, text=True, cwd=ROOT)
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
     if not line:
         raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = r"""
 import json, sys, time
 t0 = time.perf_counter()
-sys.path.insert(0, sys.argv[1])
 import bpy
 from blender_helpers import add_grid, staged_addon
 te = staged_addon()
@@ -40,7 +39,7 @@ obj.terrain_erosion.particles = 3000
 t_reg = time.perf_counter()
 out = {"register_s": t_reg - t0}
 worst = 0.0
-if sys.argv[2] == "warm-up":
+if sys.argv[1] == "warm-up":
     te.warmup.start()
     first, last = None, time.perf_counter()
     while te.warmup.status().busy:
@@ -55,7 +54,7 @@ if sys.argv[2] == "warm-up":
 t1 = time.perf_counter()
 assert bpy.ops.terrain.erode() == {'FINISHED'}
 out["erode_s"] = time.perf_counter() - t1
-if sys.argv[2] != "warm-up":
+if sys.argv[1] != "warm-up":
     worst = out["erode_s"]
 out["worst_gap_ms"] = worst * 1000
 print("RESULT " + json.dumps(out))
@@ -64,8 +63,8 @@ print("RESULT " + json.dumps(out))
 
 def _case(mode: str, cache: Path) -> dict:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    run = subprocess.run([sys.executable, "-c", SCRIPT, str(ROOT / "tests"), mode], env=env,
-                         capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env,
+                         capture_output=True, text=True, cwd=ROOT / "tests")
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
     if not line:
         raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])

@@ -13,8 +13,7 @@ import bpy  # noqa: F401 - marks these as add-on tests (run on every Blender lin
 TESTS = Path(__file__).resolve().parent
 
 PRELUDE = r"""
-import sys, types
-sys.path.insert(0, sys.argv[1])
+import sys, types  # cwd = tests/: `python -c` imports from it
 import bpy
 
 class Layout:
@@ -129,7 +128,7 @@ print("NO-NUMBA-OK", plat)
 
 
 def _run(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", script, str(TESTS)], capture_output=True,
+    return subprocess.run([sys.executable, "-c", script], capture_output=True,
                           text=True, cwd=TESTS)
 
 

@@ -228,7 +228,6 @@ def test_existing_file_keeps_its_permissions(tmp_path):
 _SLOW_WRITER = textwrap.dedent("""
     import sys, time
     import numpy as np
-    sys.path.insert(0, {root!r})
     from simcore import fileio
 
     def writer(f):
@@ -244,8 +243,8 @@ _SLOW_WRITER = textwrap.dedent("""
 def test_signal_mid_write_leaves_previous_file_and_no_temp(tmp_path, sig):
     target = tmp_path / "state.npz"
     target.write_bytes(PREVIOUS)
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER.format(
-        root=str(ROOT), target=str(target))], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_WRITER.format(target=str(target))],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT)
     assert proc.stdout.readline().strip() == "writing"
     assert len(leftovers(tmp_path)) == 1, "the temporary file is there while writing"
     proc.send_signal(sig)

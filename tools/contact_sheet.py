@@ -1,6 +1,6 @@
 """Contact sheet: every shipped preset on the same generated terrain, shaded.
 
-    python tools/contact_sheet.py [--size 256] [--seed 4] [--output docs/presets_contact_sheet.png]
+    python -m tools.contact_sheet [--size 256] [--seed 4] [--output docs/presets_contact_sheet.png]
     python build.py demo --contact-sheet
 
 The first tile is the terrain before erosion (``simcore generate --size N --seed S``:
@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from simcore import landforms  # noqa: E402
 from simcore.formats.images import save_png, shaded_relief  # noqa: E402

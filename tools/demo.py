@@ -17,14 +17,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tools.stage import stage  # noqa: E402
-
-sys.path.insert(0, str(stage().parent))
-
 import bpy  # noqa: E402
-import terrain_erosion as te  # noqa: E402
+
+from tools.stage import import_staged  # noqa: E402
+
+te = import_staged()
 from terrain_erosion.simcore.formats.images import save_png, shaded_relief  # noqa: E402
 from terrain_erosion.simcore.formats.presets import find_preset  # noqa: E402
 from terrain_erosion.simcore.formats.states import save_heights  # noqa: E402
