@@ -34,6 +34,7 @@ from . import grid as gridio
 from .job import ErosionJob
 from .simcore.errors import OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
+from .simcore.formats.states import read_npz_arrays
 
 CACHE_ROOT = "terrain_cache"
 MANIFEST = "cache.json"
@@ -146,9 +147,8 @@ def message(obj: bpy.types.Object) -> str:
 
 
 def _read_frame(path: Path) -> dict[str, np.ndarray]:
-    """Decode one frame file (no bpy: runs in the prefetch thread too)."""
-    with np.load(path, allow_pickle=False) as npz:
-        return {name: npz[name] for name in npz.files}
+    """Decode one frame file (no bpy, no ``ast``: runs in the prefetch thread too)."""
+    return read_npz_arrays(path)
 
 
 def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:

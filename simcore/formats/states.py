@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import zipfile
 from pathlib import Path
 from typing import IO, Any
@@ -239,3 +240,53 @@ def _parse_meta(raw: np.ndarray, where: str) -> dict[str, Any]:
     _meta_int(meta, "seed", *SEED_RANGE, where)
     return meta
 
+
+
+# -- thread-safe .npz reading ------------------------------------------------------
+
+_NPY_MAGIC = b"\x93NUMPY"
+_NPY_HEADER = re.compile(
+    r"\{'descr': '([<>|][biuf][1248])', 'fortran_order': (False|True), "
+    r"'shape': \(((?:\d+, ?)*\d*)\), \}\s*$")
+
+
+def _npy_from_bytes(data: bytes, where: str) -> np.ndarray:
+    """An array from the bytes of an .npy file written by numpy (real numbers only).
+
+    numpy's own header reader goes through ``ast``, which Python 3.11.0-3.11.7 (Blender
+    4.2's Python among them) does not make thread-safe: two threads parsing at once can
+    raise SystemError. This one uses a regular expression, so it may run in a worker
+    thread while the main thread parses Python."""
+    if data[:6] != _NPY_MAGIC or len(data) < 10:
+        raise StateFileError(f"{where}: not a valid .npy array")
+    major = data[6]
+    size_bytes = 2 if major == 1 else 4
+    start = 8 + size_bytes
+    header_len = int.from_bytes(data[8:start], "little")
+    header = data[start:start + header_len].decode("latin1")
+    m = _NPY_HEADER.match(header)
+    if m is None:
+        raise StateFileError(f"{where}: unexpected .npy header {header.strip()!r}")
+    dtype = np.dtype(m.group(1))
+    shape = tuple(int(n) for n in m.group(3).replace(" ", "").split(",") if n)
+    count = math.prod(shape)
+    offset = start + header_len
+    if len(data) - offset < count * dtype.itemsize:
+        raise StateFileError(f"{where}: the file is truncated")
+    flat = np.frombuffer(data, dtype, count, offset)
+    order = "F" if m.group(2) == "True" else "C"
+    return flat.reshape(shape, order=order).copy()
+
+
+def read_npz_arrays(path: str | Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz (compressed or not) by name; safe in a worker thread
+    (see :func:`_npy_from_bytes`). OSError, zipfile.BadZipFile or StateFileError on a
+    missing or damaged file."""
+    out = {}
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            out[info.filename[:-4]] = _npy_from_bytes(zf.read(info),
+                                                      f"{path}: {info.filename}")
+    return out
