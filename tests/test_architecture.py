@@ -1,0 +1,114 @@
+"""The descriptors are the single source: processes, terrain arrays, units, docs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from simcore.fields import CORE_FIELDS, KINDS
+from simcore.formats.states import load_state, read_npz_arrays, save_state
+from simcore.params import Params
+from simcore.process import Process
+from simcore.processes import FIELDS, PROCESSES
+from simcore.simulation import Simulation, process_params
+from simcore.terrain import StateFileError, Terrain, fields
+from tools import docs
+
+
+def test_every_process_describes_itself_consistently():
+    assert list(PROCESSES) == ["droplets", "snowball", "wind", "hydrology", "thermal",
+                               "trees"], "round order and names are public (presets)"
+    streams = [p.stream for p in PROCESSES.values()]
+    assert len(set(streams)) == len(streams), "each process has its own RNG stream"
+    orders = [p.order for p in PROCESSES.values()]
+    assert orders == sorted(set(orders))
+    for p in PROCESSES.values():
+        assert isinstance(p, Process)
+        assert issubclass(p.params_type, Params) and dataclasses.is_dataclass(p.params_type)
+        assert set(p.reads) <= set(FIELDS), p.name
+        assert set(p.writes) <= set(FIELDS) | {"trees"}, p.name
+        assert not any(FIELDS[n].input for n in p.writes if n in FIELDS), p.name
+        for f in p.fields:
+            assert f.name in p.writes, f"{p.name} declares '{f.name}' but never writes it"
+
+
+def test_terrain_arrays_come_from_the_descriptors():
+    assert fields() is FIELDS
+    assert [f.name for f in CORE_FIELDS] == list(FIELDS)[:len(CORE_FIELDS)]
+    t = Terrain.from_heights(np.zeros((4, 5)), 2.0)
+    assert set(t.arrays()) == set(FIELDS)
+    for name, f in FIELDS.items():
+        assert f.kind in KINDS
+        assert np.all(getattr(t, name) == f.default), name
+    with pytest.raises(AttributeError):
+        t.no_such_array  # noqa: B018
+
+
+def test_a_state_names_the_unit_of_every_array(tmp_path):
+    t = Terrain.from_heights(np.arange(20.0).reshape(4, 5), 3.0)
+    path = save_state(tmp_path / "s.npz", t, {"seed": 1})
+    with zipfile.ZipFile(path) as zf:
+        meta = json.loads(str(np.load(zf.open("metadata.npy"))))
+    units = meta["units"]
+    assert {n: units[n] for n in FIELDS} == {n: f.unit for n, f in FIELDS.items()}
+    assert units["bedrock"] == "cell" and units["pool"] == "cell"
+    assert units["stream"] == "0..1" and units["height"] == "world"
+    assert meta["cell_size"] == 3.0
+
+
+def test_states_written_before_units_were_a_mapping_still_load(tmp_path):
+    t = Terrain.from_heights(np.arange(20.0).reshape(4, 5), 2.0)
+    sim = Simulation(t, {"thermal": process_params("thermal")}, seed=3, particles=1)
+    sim.run()
+    old = tmp_path / "old.npz"
+    meta = {**sim.metadata(), "cell_size": 2.0, "outflow": t.outflow,
+            "units": "arrays in cell units (world / cell_size); 'height' in world units"}
+    np.savez_compressed(old, **t.arrays(), trees=t.trees, height=t.world_height(),
+                        metadata=np.array(json.dumps(meta)))
+    back, meta_back = load_state(old)
+    assert np.array_equal(back.bedrock, t.bedrock) and back.cell_size == 2.0
+    assert meta_back["rounds_done"] == sim.rounds_done
+
+
+def test_the_docs_tables_match_the_descriptors():
+    assert docs.main(["--check"]) == 0, "run python -m tools.docs"
+
+
+_arrays = st.dictionaries(
+    st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+    hnp.arrays(st.sampled_from([np.float64, np.float32, np.int64, np.int32, np.uint8,
+                                np.bool_, np.dtype(">f8")]),
+               hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)),
+    max_size=4)
+
+
+@given(arrays=_arrays, compressed=st.booleans(), fortran=st.booleans())
+def test_thread_safe_npz_reader_matches_numpy(tmp_path_factory, arrays, compressed,
+                                              fortran):
+    path = tmp_path_factory.mktemp("npz") / "a.npz"
+    if fortran:
+        arrays = {k: np.asfortranarray(v) for k, v in arrays.items()}
+    (np.savez_compressed if compressed else np.savez)(path, **arrays)
+    got = read_npz_arrays(path)
+    assert set(got) == set(arrays)
+    for name, value in arrays.items():
+        assert got[name].dtype == value.dtype and got[name].shape == value.shape
+        assert got[name].tobytes() == value.tobytes()  # bit for bit, NaN included
+
+
+def test_thread_safe_npz_reader_refuses_damage(tmp_path):
+    path = tmp_path / "a.npz"
+    np.savez(path, z=np.arange(100.0))
+    data = bytearray(path.read_bytes())
+    start = data.index(b"\x93NUMPY")
+    data[start + 20:start + 40] = b"{'descr': object,   "
+    path.write_bytes(bytes(data))
+    with pytest.raises((StateFileError, zipfile.BadZipFile)):
+        read_npz_arrays(path)
