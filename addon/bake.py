@@ -35,6 +35,7 @@ from .job import ErosionJob
 from .simcore.errors import OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
 from .simcore.formats.states import read_npz_arrays
+from .ui import ErosionSubPanel
 
 CACHE_ROOT = "terrain_cache"
 MANIFEST = "cache.json"
@@ -516,20 +517,11 @@ class TERRAIN_OT_free_cache(bpy.types.Operator):
         return {'FINISHED'}
 
 
-class TERRAIN_PT_bake(bpy.types.Panel):
+class TERRAIN_PT_bake(ErosionSubPanel, bpy.types.Panel):
     """Bake the run to the timeline"""
 
     bl_idname = "TERRAIN_PT_bake"
     bl_label = "Animation Bake"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
-    bl_parent_id = "TERRAIN_PT_main"
-    bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None and context.active_object.type == 'MESH'
 
     def draw(self, context):
         obj = context.active_object

@@ -11,6 +11,8 @@ import sys
 
 import bpy
 
+from .ui import ErosionTab, wrap_label
+
 #: Platforms the release zips serve (numba publishes wheels for these).
 SUPPORTED = ("linux-x64", "linux-arm64", "windows-x64", "macos-arm64")
 
@@ -47,32 +49,16 @@ def advice() -> list[str]:
     return lines
 
 
-def _wrap(layout, text: str, icon: str, width: int = 42) -> None:
-    col = layout.column(align=True)
-    line, first = "", True
-    for word in text.split():
-        if len(line) + len(word) + 1 > width and line:
-            col.label(text=line, icon=icon if first else 'BLANK1')
-            first, line = False, word
-        else:
-            line = f"{line} {word}".strip()
-    if line:
-        col.label(text=line, icon=icon if first else 'BLANK1')
-
-
-class TERRAIN_PT_main(bpy.types.Panel):
+class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
     """Terrain Erosion: the simulation core is not available"""
 
     bl_idname = "TERRAIN_PT_main"
     bl_label = "Terrain Erosion"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
 
     def draw(self, context):
         box = self.layout.box()
         for i, text in enumerate(advice()):
-            _wrap(box, text, 'ERROR' if i == 0 else 'INFO')
+            wrap_label(box, text, 'ERROR' if i == 0 else 'INFO')
 
 
 def main(argv: list[str]) -> int:

@@ -14,6 +14,7 @@ import bpy
 import numpy as np
 
 from .simcore.masks import MaskError, check_rain, combine_protect, selection_protect
+from .ui import ErosionSubPanel
 
 #: mask name -> (label, what a painted value of 1 means, what 0 means)
 MASKS = {
@@ -189,21 +190,12 @@ def _mask_problem(obj: bpy.types.Object, name: str) -> str:
     return ""
 
 
-class TERRAIN_PT_masks(bpy.types.Panel):
+class TERRAIN_PT_masks(ErosionSubPanel, bpy.types.Panel):
     """Painted masks: where rain falls, how hard the rock is, what must not change,
     where trees seed; and eroding only a selection"""
 
     bl_idname = "TERRAIN_PT_masks"
     bl_label = "Masks"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
-    bl_parent_id = "TERRAIN_PT_main"
-    bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None and context.active_object.type == 'MESH'
 
     def draw(self, context):
         obj = context.active_object

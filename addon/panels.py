@@ -10,36 +10,20 @@ from . import warmup
 from .grid import grid_extent, grid_status
 from .overlay import compass
 from .simcore.simulation import PROCESSES
+from .ui import ErosionSubPanel, ErosionTab, wrap_label
 
 
-def _wrap(layout, text: str, icon: str = 'NONE', width: int = 42) -> None:
-    col = layout.column(align=True)
-    words, line = text.split(), ""
-    first = True
-    for word in words:
-        if len(line) + len(word) + 1 > width and line:
-            col.label(text=line, icon=icon if first else 'BLANK1')
-            first, line = False, word
-        else:
-            line = f"{line} {word}".strip()
-    if line:
-        col.label(text=line, icon=icon if first else 'BLANK1')
-
-
-class TERRAIN_PT_main(bpy.types.Panel):
+class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
     """Terrain Erosion: status, presets, run controls"""
 
     bl_idname = "TERRAIN_PT_main"
     bl_label = "Terrain Erosion"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
 
     def draw(self, context):
         layout = self.layout
         obj = context.active_object
         ok, text = grid_status(obj)
-        _wrap(layout.box(), text, icon='CHECKMARK' if ok else 'ERROR')
+        wrap_label(layout.box(), text, icon='CHECKMARK' if ok else 'ERROR')
         if obj is None or obj.type != 'MESH':
             return
         s = obj.terrain_erosion
@@ -71,7 +55,7 @@ class TERRAIN_PT_main(bpy.types.Panel):
             layout.label(text="Erode is offered as soon as it is ready", icon='INFO')
         else:
             if warmup.status().state == warmup.FAILED:
-                _wrap(layout, warmup.status().text(), icon='ERROR')
+                wrap_label(layout, warmup.status().text(), icon='ERROR')
             row = layout.row(align=True)
             row.scale_y = 1.4
             row.operator("terrain.erode", icon='PLAY')
@@ -82,21 +66,12 @@ class TERRAIN_PT_main(bpy.types.Panel):
             if rt.status:
                 layout.label(text=rt.status)
         if s.provenance:
-            _wrap(layout, f"Last run: {s.provenance}", icon='TIME')
+            wrap_label(layout, f"Last run: {s.provenance}", icon='TIME')
 
 
-class TERRAIN_PT_output(bpy.types.Panel):
+class TERRAIN_PT_output(ErosionSubPanel, bpy.types.Panel):
     bl_idname = "TERRAIN_PT_output"
     bl_label = "Output"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
-    bl_parent_id = "TERRAIN_PT_main"
-    bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None and context.active_object.type == 'MESH'
 
     def draw(self, context):
         s = context.active_object.terrain_erosion

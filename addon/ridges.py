@@ -17,6 +17,7 @@ import numpy as np
 from . import grid as gridio
 from .simcore.params import ParameterError
 from .simcore.processes import dla
+from .ui import ErosionTab
 
 _FIELDS = {f.name: f for f in dataclasses.fields(dla.RidgeParams)}
 _LENGTHS = ("amplitude", "ridge_spacing")
@@ -225,14 +226,12 @@ class TERRAIN_PG_ridges(bpy.types.PropertyGroup):
     __annotations__ = dict(_ANN)
 
 
-class TERRAIN_PT_ridges(bpy.types.Panel):
-    """Mountains from diffusion-limited aggregation"""
+class TERRAIN_PT_ridges(ErosionTab, bpy.types.Panel):
+    """Mountains from diffusion-limited aggregation (shown without a mesh too: it can
+    make a new grid)"""
 
     bl_idname = "TERRAIN_PT_ridges"
     bl_label = "Generate ridges"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
     bl_parent_id = "TERRAIN_PT_main"
     bl_options = {'DEFAULT_CLOSED'}
 

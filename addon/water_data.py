@@ -30,6 +30,7 @@ from .export import quad_mesh
 from .simcore.channels import lake_mesh, stream_polylines
 from .simcore.errors import UserError
 from .simcore.shore import shore_field
+from .ui import ErosionSubPanel
 
 WAVES = "TE Shore Waves"
 RIVER_MATERIAL = "TE River"
@@ -356,20 +357,11 @@ class TERRAIN_OT_water_data(bpy.types.Operator):
         return {'FINISHED'}
 
 
-class TERRAIN_PT_water_data(bpy.types.Panel):
+class TERRAIN_PT_water_data(ErosionSubPanel, bpy.types.Panel):
     """Rivers and lakes as curves and meshes, shore waves"""
 
     bl_idname = "TERRAIN_PT_water_data"
     bl_label = "Rivers and Lakes as Data"
-    bl_space_type = 'VIEW_3D'
-    bl_region_type = 'UI'
-    bl_category = "Erosion"
-    bl_parent_id = "TERRAIN_PT_main"
-    bl_options = {'DEFAULT_CLOSED'}
-
-    @classmethod
-    def poll(cls, context):
-        return context.active_object is not None and context.active_object.type == 'MESH'
 
     def draw(self, context):
         s = context.active_object.terrain_water

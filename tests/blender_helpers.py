@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,19 @@ def staged_addon():
     stage = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(stage)
     return stage.import_staged()
+
+
+@contextlib.contextmanager
+def registered_addon() -> Iterator:
+    """A factory-fresh Blender with the add-on registered; unregistered afterwards."""
+    import bpy
+    te = staged_addon()
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    te.register()
+    try:
+        yield bpy
+    finally:
+        te.unregister()
 
 
 def positions(me) -> np.ndarray:

@@ -16,6 +16,15 @@ settings.register_profile("project", deadline=None, max_examples=40,
 settings.load_profile("project")
 
 
+@pytest.fixture
+def blender():
+    """The ``bpy`` module with the add-on registered, unregistered afterwards (add-on
+    tests only: bpy is imported here, never by a simcore test)."""
+    from blender_helpers import registered_addon
+    with registered_addon() as bpy:
+        yield bpy
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "blender: runs in real Blender (the bpy module); `python build.py test` "

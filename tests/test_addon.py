@@ -8,19 +8,16 @@ import types
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, mesh_state, positions, same_state, set_z, staged_addon
+from blender_helpers import (
+    add_grid,
+    mesh_state,
+    positions,
+    same_state,
+    set_z,
+    staged_addon,
+)
 
 te = staged_addon()
-
-
-@pytest.fixture
-def blender():
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
 
 
 def poll_message(op) -> str:

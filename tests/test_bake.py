@@ -9,19 +9,22 @@ import shutil
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, mesh_state, positions, same_state, staged_addon
+from blender_helpers import (
+    add_grid,
+    mesh_state,
+    positions,
+    registered_addon,
+    same_state,
+    staged_addon,
+)
 
 te = staged_addon()
 
 
 @pytest.fixture
 def blender(tmp_path):
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
+    with registered_addon() as bpy_:
+        yield bpy_
 
 
 def saved_terrain(tmp_path, n=24, name="Dunes"):

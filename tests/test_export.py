@@ -7,19 +7,13 @@ import json
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, staged_addon
+from blender_helpers import (
+    add_grid,
+    positions,
+    staged_addon,
+)
 
 te = staged_addon()
-
-
-@pytest.fixture
-def blender():
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
 
 
 def raster(obj):

@@ -9,7 +9,14 @@ import types
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, mesh_state, positions, same_state, staged_addon
+from blender_helpers import (
+    add_grid,
+    mesh_state,
+    positions,
+    registered_addon,
+    same_state,
+    staged_addon,
+)
 
 te = staged_addon()
 
@@ -17,12 +24,8 @@ te = staged_addon()
 @pytest.fixture
 def blender(tmp_path, monkeypatch):
     monkeypatch.setenv("TERRAIN_EROSION_USER_DIR", str(tmp_path / "user"))
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
+    with registered_addon() as bpy_:
+        yield bpy_
 
 
 def _rt():

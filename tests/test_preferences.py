@@ -9,20 +9,18 @@ import bpy
 import numba
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, staged_addon
+from blender_helpers import add_grid, positions, registered_addon, staged_addon
 
 te = staged_addon()
 
 
 @pytest.fixture
 def blender():
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.preferences.apply_thread_cap(0)
-        te.unregister()
+    with registered_addon() as bpy_:
+        try:
+            yield bpy_
+        finally:
+            te.preferences.apply_thread_cap(0)
 
 
 def _erode(seed_name: str) -> np.ndarray:

@@ -6,19 +6,13 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, staged_addon
+from blender_helpers import (
+    add_grid,
+    positions,
+    staged_addon,
+)
 
 te = staged_addon()
-
-
-@pytest.fixture
-def blender():
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
 
 
 def valley_and_lake(n=40, size=8.0):
