@@ -26,7 +26,7 @@ def _produced(processes) -> list[str]:
     """Grid layers the enabled processes write (trees are instances, not a layer)."""
     names: list[str] = []
     for name in processes:
-        for out in PROCESSES[name].outputs:
+        for out in PROCESSES[name].writes:
             if out in gridio.FLOAT_LAYERS and out not in names:
                 names.append(out)
     return names
