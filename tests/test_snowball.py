@@ -58,11 +58,15 @@ def test_parameters_are_world_units():
     """At a cell size of 1 the numbers are the old cell-unit ones; on a grid k times
     coarser, volumes shrink by k^3 and lengths by k in cell units."""
     p = SnowballParams(erosion_rate=2.0, speed=3.0, radius=1.5)
-    one = p.as_array(1.0)
-    assert one[0] == 2.0 and one[2] == 3.0 and one[4] == 1.5
+    one = p.kernel(1.0)
+    assert one.erosion_rate == 2.0 and one.speed == 3.0 and one.radius == 1.5
     k = 4.0
-    coarse = p.as_array(k)
-    assert coarse[0] == pytest.approx(2.0 / k ** 3)
-    assert coarse[2] == pytest.approx(3.0 / k)
-    assert coarse[4] == pytest.approx(1.5 / k)
-    assert list(coarse[[1, 3, 5, 6, 7]]) == list(one[[1, 3, 5, 6, 7]])
+    coarse = p.kernel(k)
+    assert coarse.erosion_rate == pytest.approx(2.0 / k ** 3)
+    assert coarse.speed == pytest.approx(3.0 / k)
+    assert coarse.radius == pytest.approx(1.5 / k)
+    same = ("deposition_rate", "friction", "max_iterations", "iteration_scale", "min_slope")
+    assert [getattr(coarse, n) for n in same] == [getattr(one, n) for n in same]
+    assert [getattr(one, n) for n in same] == [p.deposition_rate, p.friction,
+                                               p.max_iterations, p.iteration_scale,
+                                               p.min_slope]
