@@ -219,8 +219,9 @@ def assert_same(a: dict, b: dict, what: str) -> None:
 @given(seed=st.integers(0, 2**63 - 1), rows=st.integers(6, 24), cols=st.integers(6, 24))
 def test_conserves_mass_stays_finite_and_respects_protect(name, variant, params, cell, seed,
                                                           rows, cols):
-    """(a) total material + outflow - protect_held is the start; (c) no NaN/inf;
-    (d) cells with protect 1 keep their ground bit for bit."""
+    """(a) total material + outflow - protect_held is the start, and the eroded /
+    deposited records explain each cell's change; (c) no NaN/inf; (d) cells with
+    protect 1 keep their ground bit for bit."""
     t = terrain(rows, cols, seed, cell)
     t0 = t.copy()
     sim = run(t, name, params, seed)
@@ -231,6 +232,11 @@ def test_conserves_mass_stays_finite_and_respects_protect(name, variant, params,
     budget = t.total_material() + t.outflow - sim.protect_held - t0.total_material()
     assert abs(budget) <= 1e-9 * (np.abs(t0.bedrock).sum() + t0.sediment.sum() + t.bedrock.size)
     assert t.sediment.min() >= 0.0
+    # cell by cell, the eroded/deposited records explain the change of the ground
+    d_ground = t.height() - t0.height()
+    d_records = (t.eroded - t.deposited) - (t0.eroded - t0.deposited)
+    assert np.abs(d_ground + d_records).max() <= 1e-9 * (np.abs(t0.height()).max() + 1.0)
+    assert t.eroded.min() >= 0.0 and t.deposited.min() >= 0.0
     full = t.protect >= 1.0
     assert full.any()
     for field in GROUND:

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from simcore.simulation import Simulation
-from simcore.snowball import SnowballParams, blur_change, run_batch
+from simcore.snowball import SnowballParams, _apply_change, blur_change, run_batch
 from simcore.terrain import Terrain
 
 
@@ -70,3 +70,36 @@ def test_parameters_are_world_units():
     assert [getattr(one, n) for n in same] == [p.deposition_rate, p.friction,
                                                p.max_iterations, p.iteration_scale,
                                                p.min_slope]
+
+
+@given(d_rock=arrays(np.float64, (3, 4), elements=st.floats(-5.0, 0.0)),
+       d_sed=arrays(np.float64, (3, 4), elements=st.floats(-5.0, 5.0)),
+       sed=arrays(np.float64, (3, 4), elements=st.floats(0.0, 5.0)),
+       dep=arrays(np.float64, (3, 4), elements=st.floats(0.0, 5.0)))
+def test_blurred_change_is_applied_with_the_mass_primitive(d_rock, d_sed, sed, dep):
+    """Bedrock loses -d_rock, sediment changes by d_sed (as the old numpy update did, bit
+    for bit), a removal beyond the sediment comes out of the bedrock, and the records
+    are booked like every process books them (kernels.transfer)."""
+    rock = np.linspace(-3.0, 8.0, 12).reshape(3, 4)
+    b, s, e, d = rock.copy(), sed.copy(), np.zeros((3, 4)), dep.copy()
+    h = b + s
+    _apply_change(d_rock, d_sed, h, b, s, e, d)
+    assert s.min() >= 0.0 and np.array_equal(h, b + s)
+    plain = sed + d_sed >= 0.0  # no removal beyond the sediment
+    assert np.array_equal(b[plain], (rock + d_rock)[plain])
+    assert np.array_equal(s[plain], (sed + d_sed)[plain])
+    assert np.all(s[~plain] == 0.0)
+    assert np.allclose(b + s, rock + sed + d_rock + d_sed, rtol=0, atol=1e-12)
+    removed = -d_rock + np.maximum(-d_sed, 0.0)
+    assert np.allclose(e, np.maximum(removed - dep, 0.0), rtol=0, atol=1e-12)
+    assert np.allclose(d, np.maximum(dep - removed, 0.0) + np.maximum(d_sed, 0.0), rtol=0,
+                       atol=1e-12)
+
+
+def test_a_deposit_worn_away_again_is_taken_off_the_deposited_record():
+    b, s, e, d = np.zeros((1, 1)), np.full((1, 1), 1.0), np.zeros((1, 1)), np.full((1, 1), 0.3)
+    h = b + s
+    _apply_change(np.full((1, 1), -0.5), np.full((1, 1), -2.0), h, b, s, e, d)
+    # 2 of sediment asked for, 1 there: 1 more from the rock, plus 0.5 of rock worn
+    assert (s[0, 0], b[0, 0], h[0, 0]) == (0.0, -1.5, -1.5)
+    assert d[0, 0] == 0.0 and e[0, 0] == pytest.approx(2.5 - 0.3)
