@@ -214,6 +214,7 @@ def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep
                             out += (creep_share[r, c] * k.creep
                                     * _creep_factor(-up, dist, k.talus) * -up)
             from_sed = min(out, sediment[r, c])  # creep beyond the soil takes rock
+            # the new surface goes to the scratch: the neighbours still read ``height``
             transfer((r, c), from_sed, out - from_sed, gain, new_height, bedrock, sediment,
                      eroded, deposited)
 
