@@ -1,5 +1,10 @@
 """Small numba helpers shared by the process kernels: random numbers and layered cells.
 
+Every change of bedrock, sediment and the eroded/deposited records made by a process
+goes through :func:`transfer` (directly or through :func:`exchange`, :func:`take`,
+:func:`put_at` and the ``put*`` helpers), so mass bookkeeping is written, and tested,
+once (tests/test_contract.py).
+
 Random numbers are counter based: every particle gets its own stream from
 ``(seed, stream id, particle index)``, so a result never depends on how the work
 was sliced or which thread ran it.
@@ -46,25 +51,41 @@ def next_uniform(state):
 
 
 @njit(cache=True, inline="always")
-def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
-    """At cell ``k`` (an ``(r, c)`` tuple on 2-D grids, or a flat index on 1-D views)
-    remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by erodibility) and
-    lay ``lay`` >= 0 of sediment down. Branch-free: a zero part changes no value.
-    Keeps height = bedrock + sediment and the masks; returns the material removed."""
-    s0 = sediment[k]
-    from_sed = min(dig, s0)
-    rock = (dig - from_sed) * erodibility[k]
-    new_sed = (s0 - from_sed) + lay
-    new_rock = bedrock[k] - rock
+def transfer(k, from_sed, from_rock, lay, height, bedrock, sediment, eroded, deposited):
+    """The one place where material moves between the ground and the masks.
+
+    At cell ``k`` (an ``(r, c)`` tuple on 2-D grids, or a flat index on 1-D views) take
+    ``from_sed`` (0 <= from_sed <= sediment[k]) of sediment and ``from_rock`` of bedrock
+    away and lay ``lay`` >= 0 of sediment down; all amounts cell units, used exactly as
+    given. Books the removed part in ``eroded`` (net of what was laid here before, which
+    ``deposited`` gives back first) and the laid part in ``deposited``, so per cell
+    eroded - deposited changes by exactly removed - lay. Writes ``height[k]`` = bedrock
+    + sediment unless ``height`` is None (a parallel sweep whose neighbours read the old
+    surface writes it later); ``eroded`` may be None when nothing is removed.
+    Branch-free: a zero part changes no value. Returns the material removed."""
+    new_sed = (sediment[k] - from_sed) + lay
+    new_rock = bedrock[k] - from_rock
     sediment[k] = new_sed
     bedrock[k] = new_rock
-    height[k] = new_rock + new_sed
-    removed = from_sed + rock
+    if height is not None:
+        height[k] = new_rock + new_sed
+    removed = from_sed + from_rock
     dep = deposited[k]
     from_dep = min(removed, dep)
     deposited[k] = (dep - from_dep) + lay
-    eroded[k] += removed - from_dep
+    if eroded is not None:
+        eroded[k] += removed - from_dep
     return removed
+
+
+@njit(cache=True, inline="always")
+def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
+    """At cell ``k`` remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by
+    erodibility) and lay ``lay`` >= 0 of sediment down (:func:`transfer`, height
+    written). Returns the material removed."""
+    from_sed = min(dig, sediment[k])
+    rock = (dig - from_sed) * erodibility[k]
+    return transfer(k, from_sed, rock, lay, height, bedrock, sediment, eroded, deposited)
 
 
 @njit(cache=True, inline="always")
@@ -78,10 +99,8 @@ def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility
 @njit(cache=True, inline="always")
 def put_at(k, amount, height, bedrock, sediment, deposited):
     """Lay ``amount`` (>= 0) of sediment down at cell ``k`` (an ``(r, c)`` tuple on 2-D
-    grids, a flat index on 1-D views) and record it in the mask."""
-    sediment[k] += amount
-    height[k] = bedrock[k] + sediment[k]
-    deposited[k] += amount
+    grids, a flat index on 1-D views) and record it in the mask (:func:`transfer`)."""
+    transfer(k, 0.0, 0.0, amount, height, bedrock, sediment, None, deposited)
 
 
 @njit(cache=True, inline="always")

@@ -42,11 +42,6 @@ class Process:
     fields: tuple[Field, ...] = ()
 
     @property
-    def outputs(self) -> tuple[str, ...]:
-        """Old name of :attr:`writes`."""
-        return self.writes
-
-    @property
     def moves_water(self) -> bool:
         """True if the process changes standing water itself (else the simulation keeps
         lake surfaces level while ground moves under them)."""

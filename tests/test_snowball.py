@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore.processes.snowball import SnowballParams, blur_change, run_batch
+from simcore.processes.snowball import SnowballParams, _apply_change, blur_change, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
@@ -58,11 +58,48 @@ def test_parameters_are_world_units():
     """At a cell size of 1 the numbers are the old cell-unit ones; on a grid k times
     coarser, volumes shrink by k^3 and lengths by k in cell units."""
     p = SnowballParams(erosion_rate=2.0, speed=3.0, radius=1.5)
-    one = p.as_array(1.0)
-    assert one[0] == 2.0 and one[2] == 3.0 and one[4] == 1.5
+    one = p.kernel(1.0)
+    assert one.erosion_rate == 2.0 and one.speed == 3.0 and one.radius == 1.5
     k = 4.0
-    coarse = p.as_array(k)
-    assert coarse[0] == pytest.approx(2.0 / k ** 3)
-    assert coarse[2] == pytest.approx(3.0 / k)
-    assert coarse[4] == pytest.approx(1.5 / k)
-    assert list(coarse[[1, 3, 5, 6, 7]]) == list(one[[1, 3, 5, 6, 7]])
+    coarse = p.kernel(k)
+    assert coarse.erosion_rate == pytest.approx(2.0 / k ** 3)
+    assert coarse.speed == pytest.approx(3.0 / k)
+    assert coarse.radius == pytest.approx(1.5 / k)
+    same = ("deposition_rate", "friction", "max_iterations", "iteration_scale", "min_slope")
+    assert [getattr(coarse, n) for n in same] == [getattr(one, n) for n in same]
+    assert [getattr(one, n) for n in same] == [p.deposition_rate, p.friction,
+                                               p.max_iterations, p.iteration_scale,
+                                               p.min_slope]
+
+
+@given(d_rock=arrays(np.float64, (3, 4), elements=st.floats(-5.0, 0.0)),
+       d_sed=arrays(np.float64, (3, 4), elements=st.floats(-5.0, 5.0)),
+       sed=arrays(np.float64, (3, 4), elements=st.floats(0.0, 5.0)),
+       dep=arrays(np.float64, (3, 4), elements=st.floats(0.0, 5.0)))
+def test_blurred_change_is_applied_with_the_mass_primitive(d_rock, d_sed, sed, dep):
+    """Bedrock loses -d_rock, sediment changes by d_sed (as the old numpy update did, bit
+    for bit), a removal beyond the sediment comes out of the bedrock, and the records
+    are booked like every process books them (kernels.transfer)."""
+    rock = np.linspace(-3.0, 8.0, 12).reshape(3, 4)
+    b, s, e, d = rock.copy(), sed.copy(), np.zeros((3, 4)), dep.copy()
+    h = b + s
+    _apply_change(d_rock, d_sed, h, b, s, e, d)
+    assert s.min() >= 0.0 and np.array_equal(h, b + s)
+    plain = sed + d_sed >= 0.0  # no removal beyond the sediment
+    assert np.array_equal(b[plain], (rock + d_rock)[plain])
+    assert np.array_equal(s[plain], (sed + d_sed)[plain])
+    assert np.all(s[~plain] == 0.0)
+    assert np.allclose(b + s, rock + sed + d_rock + d_sed, rtol=0, atol=1e-12)
+    removed = -d_rock + np.maximum(-d_sed, 0.0)
+    assert np.allclose(e, np.maximum(removed - dep, 0.0), rtol=0, atol=1e-12)
+    assert np.allclose(d, np.maximum(dep - removed, 0.0) + np.maximum(d_sed, 0.0), rtol=0,
+                       atol=1e-12)
+
+
+def test_a_deposit_worn_away_again_is_taken_off_the_deposited_record():
+    b, s, e, d = np.zeros((1, 1)), np.full((1, 1), 1.0), np.zeros((1, 1)), np.full((1, 1), 0.3)
+    h = b + s
+    _apply_change(np.full((1, 1), -0.5), np.full((1, 1), -2.0), h, b, s, e, d)
+    # 2 of sediment asked for, 1 there: 1 more from the rock, plus 0.5 of rock worn
+    assert (s[0, 0], b[0, 0], h[0, 0]) == (0.0, -1.5, -1.5)
+    assert d[0, 0] == 0.0 and e[0, 0] == pytest.approx(2.5 - 0.3)

@@ -232,3 +232,19 @@ def test_weathering_and_soil_depth_are_world_lengths():
     t = Terrain.from_heights(np.zeros((N, N)), 30.0)
     run(t, 1, ThermalParams(weathering=0.3, soil_depth=1.0, relax_sweeps=0))
     assert -t.bedrock * 30.0 == pytest.approx(np.full((N, N), 0.3))
+
+
+def test_weathering_turns_rock_into_soil_in_place_and_books_both():
+    """Soil production moves material only from bedrock to sediment of the same cell
+    (kernels.transfer without writing height during the sweep): the surface stays, the
+    soil made is the rock worn, and the records, which follow the surface, book as much
+    eroded as deposited (the first pass's soil; later passes wear rock under a deposit)."""
+    bed = np.tile(np.linspace(0.0, 3.0, N), (N, 1))  # 4 degrees: nothing slides
+    t = Terrain.from_heights(bed, world_units=False)
+    h0 = t.height()
+    run(t, 3, ThermalParams(weathering=0.01, relax_sweeps=0))
+    assert np.allclose(t.height(), h0, rtol=0, atol=1e-14)
+    assert np.allclose(t.sediment, bed - t.bedrock, rtol=0, atol=1e-14)
+    assert t.sediment.min() > 0.02, "three passes of soil"
+    assert np.array_equal(t.eroded, t.deposited)
+    assert np.allclose(t.deposited, 0.01, rtol=1e-12), "the first pass's soil"

@@ -16,16 +16,38 @@ resolution; 0 = one pass, as before.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from ..kernels import next_uniform, put_bilinear, rain_cdf, start_position, stream_state, take
+from ..kernels import (
+    next_uniform,
+    put_bilinear,
+    rain_cdf,
+    start_position,
+    stream_state,
+    take,
+    transfer,
+)
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 2
+
+
+class _Kernel(NamedTuple):
+    """Snowball constants in cell units (see :class:`SnowballParams`)."""
+
+    erosion_rate: float  # cell volume per step at full steepness
+    deposition_rate: float  # fraction of the load per step
+    speed: float  # cells per step^2
+    friction: float
+    radius: float  # read-out offset, cells (at most 4)
+    max_iterations: int
+    iteration_scale: float
+    min_slope: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,20 +75,20 @@ class SnowballParams(Params):
     batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
                        soft_hi=65536)
 
-    def as_array(self, cell_size: float = 1.0) -> np.ndarray:
+    def kernel(self, cell_size: float = 1.0) -> _Kernel:
         """Kernel constants in cell units for a grid of ``cell_size`` world units."""
         c = float(cell_size)
-        return np.array([self.erosion_rate / c ** 3, self.deposition_rate, self.speed / c,
-                         self.friction, min(self.radius / c, 4.0), self.max_iterations,
-                         self.iteration_scale, self.min_slope], dtype=np.float64)
+        return _Kernel(float(self.erosion_rate) / c ** 3, float(self.deposition_rate),
+                       float(self.speed) / c, float(self.friction),
+                       min(float(self.radius) / c, 4.0), int(self.max_iterations),
+                       float(self.iteration_scale), float(self.min_slope))
 
 
 @njit(cache=True, error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, deposited,
                erodibility):
-    """Roll snowballs ``first .. first+count-1``; returns (material off the grid, steps)."""
-    erosion_rate, deposition_rate, speed, friction, radius = p[0], p[1], p[2], p[3], p[4]
-    max_iter, iteration_scale, min_slope = int(p[5]), p[6], p[7]
+    """Roll snowballs ``first .. first+count-1`` (``p``: a :class:`_Kernel`); returns
+    (material off the grid, steps)."""
     rows, cols = height.shape
     lost = 0.0
     nsteps = 0
@@ -74,11 +96,11 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
         st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
         st, x, y = start_position(st, cdf, rows, cols)
         st, u = next_uniform(st)
-        ox = (2.0 * u - 1.0) * radius
+        ox = (2.0 * u - 1.0) * p.radius
         st, u = next_uniform(st)
-        oy = (2.0 * u - 1.0) * radius
+        oy = (2.0 * u - 1.0) * p.radius
         xp, yp, vx, vy, load = x, y, 0.0, 0.0, 0.0
-        for i in range(max_iter):
+        for i in range(p.max_iterations):
             sx = x + ox
             sy = y + oy
             if sx < 0.0 or sy < 0.0 or sx >= cols - 1 or sy >= rows - 1:
@@ -92,12 +114,12 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
             gy = ((height[yi + 1, xi] - height[yi, xi]) * (1 - fx)
                   + (height[yi + 1, xi + 1] - height[yi, xi + 1]) * fx)
             slope2 = gx * gx + gy * gy
-            if slope2 < min_slope * min_slope:
+            if slope2 < p.min_slope * p.min_slope:
                 break
             inv = 1.0 / np.sqrt(slope2 + 1.0)
             ny = inv
-            deposit = load * deposition_rate * ny
-            erosion = erosion_rate * (1.0 - ny) * min(1.0, i * iteration_scale)
+            deposit = load * p.deposition_rate * ny
+            erosion = p.erosion_rate * (1.0 - ny) * min(1.0, i * p.iteration_scale)
             change = deposit - erosion
             if change >= 0.0:
                 put_bilinear(xp, yp, change, height, bedrock, sediment, deposited)
@@ -117,8 +139,8 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
                 got += take(pyi + 1, pxi + 1, want * pfx * pfy, height, bedrock,
                             sediment, eroded, deposited, erodibility)
                 load += got
-            vx = friction * vx - gx * inv * speed
-            vy = friction * vy - gy * inv * speed
+            vx = p.friction * vx - gx * inv * p.speed
+            vy = p.friction * vy - gy * inv * p.speed
             xp = x
             yp = y
             x += vx
@@ -147,25 +169,42 @@ def blur_change(change: np.ndarray) -> np.ndarray:
     return out[1:-1, 1:-1]
 
 
+@njit(cache=True)
+def _apply_change(d_rock, d_sed, height, bedrock, sediment, eroded, deposited):
+    """Apply the (blurred) change of a batch to the ground it started from, cell by
+    cell with :func:`kernels.transfer`: ``-d_rock`` >= 0 of bedrock goes, sediment
+    changes by ``d_sed``, and a removal beyond the sediment a cell holds comes out of
+    its bedrock."""
+    rows, cols = d_rock.shape
+    for r in range(rows):
+        for c in range(cols):
+            lay = max(d_sed[r, c], 0.0)
+            dig = max(-d_sed[r, c], 0.0)
+            from_sed = min(dig, sediment[r, c])
+            transfer((r, c), from_sed, -d_rock[r, c] + (dig - from_sed), lay, height,
+                     bedrock, sediment, eroded, deposited)
+
+
 def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, count: int,
               height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
     """Roll ``count`` snowballs, then blur what they changed; returns steps taken.
 
-    ``height`` must equal bedrock + sediment when given and is kept in step."""
+    The snowballs roll on working copies; the blended change is then applied to the
+    terrain with :func:`kernels.transfer`. ``height`` must equal bedrock + sediment when
+    given and is kept in step."""
     if height is None:
         height = terrain.height()
     if cdf is None:
         cdf = rain_cdf(terrain.rain)
-    rock0, sed0 = terrain.bedrock.copy(), terrain.sediment.copy()
-    scratch_eroded = np.zeros_like(height)
-    scratch_deposited = np.zeros_like(height)
+    rock, sed = terrain.bedrock.copy(), terrain.sediment.copy()
+    moved = height.copy()
     lost, nsteps = _run_batch(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                              params.as_array(terrain.cell_size), cdf, height, terrain.bedrock,
-                              terrain.sediment, scratch_eroded, scratch_deposited,
+                              params.kernel(terrain.cell_size), cdf, moved, rock, sed,
+                              np.zeros_like(height), np.zeros_like(height),
                               terrain.erodibility)
     terrain.outflow += lost
-    d_rock = terrain.bedrock - rock0
-    d_sed = terrain.sediment - sed0
+    d_rock = rock - terrain.bedrock
+    d_sed = sed - terrain.sediment
     if params.blur > 0:
         passes = max(1, round(2.0 * (params.blur_radius / terrain.cell_size) ** 2))
         blur_rock, blur_sed = d_rock, d_sed
@@ -174,17 +213,8 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
             blur_sed = blur_change(blur_sed)
         d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
         d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
-    rock = rock0 + d_rock
-    sed = sed0 + d_sed
-    deficit = np.minimum(sed, 0.0)  # blurred removal beyond the sediment: take it from rock
-    rock += deficit
-    sed -= deficit
-    net = (rock + sed) - (rock0 + sed0)
-    terrain.bedrock[...] = rock
-    terrain.sediment[...] = sed
-    height[...] = rock + sed
-    terrain.eroded += np.maximum(-net, 0.0)
-    terrain.deposited += np.maximum(net, 0.0)
+    _apply_change(d_rock, d_sed, height, terrain.bedrock, terrain.sediment, terrain.eroded,
+                  terrain.deposited)
     return int(nsteps)
 
 

@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..kernels import exchange, put_at
+from ..kernels import exchange, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -112,19 +112,6 @@ def _kernel_params(p: ThermalParams, cell: float) -> tuple[_Kernel, int]:
 
 
 @njit(cache=True, inline="always")
-def _loosen(k, amount, bedrock, sediment, eroded, deposited):
-    """Turn ``amount`` of bedrock into sediment in place at cell ``k`` (masks: eroded
-    rock, deposited loose material). The surface stays where it is, so ``height`` is
-    not written: neighbours read it during the same sweep."""
-    bedrock[k] -= amount
-    sediment[k] += amount
-    dep = deposited[k]
-    fd = min(amount, dep)
-    deposited[k] = dep - fd + amount
-    eroded[k] += amount - fd
-
-
-@njit(cache=True, inline="always")
 def _critical(rock, erodibility):
     """Critical rock slope (cell units per cell) of a cell: ``tan(rock_angle)`` divided
     by its erodibility (at most 1), so hard rock stands steeper and erodibility 0 never
@@ -162,9 +149,9 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
             c0 = max(c - 1, 0)
             c1 = min(c + 1, cols - 1)
             h = height[r, c]
-            if k.weathering > 0.0:
+            if k.weathering > 0.0:  # rock turns into soil in place; neighbours read height
                 w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
-                _loosen((r, c), w, bedrock, sediment, eroded, deposited)
+                transfer((r, c), 0.0, w, w, None, bedrock, sediment, eroded, deposited)
             rmax = 0.0
             crit = _critical(k.rock, erodibility[r, c])
             for rr in range(r0, r1 + 1):
@@ -173,8 +160,8 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
                     rmax = max(rmax, bedrock[r, c] - height[rr, cc] - crit * dist)
             if rmax > 0.0:
                 worst = max(worst, rmax)
-                _loosen((r, c), 0.5 * rmax * min(erodibility[r, c], 1.0), bedrock, sediment,
-                        eroded, deposited)
+                loose = 0.5 * rmax * min(erodibility[r, c], 1.0)
+                transfer((r, c), 0.0, loose, loose, None, bedrock, sediment, eroded, deposited)
             dmax = 0.0
             dsum = 0.0
             csum = 0.0
@@ -227,17 +214,10 @@ def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep
                         if k.creep > 0.0:
                             out += (creep_share[r, c] * k.creep
                                     * _creep_factor(-up, dist, k.talus) * -up)
-            s0 = sediment[r, c]
-            from_sed = min(out, s0)
-            rock = bedrock[r, c] - (out - from_sed)  # creep beyond the soil takes rock
-            s = s0 - from_sed + gain
-            sediment[r, c] = s
-            bedrock[r, c] = rock
-            new_height[r, c] = rock + s
-            dep = deposited[r, c]
-            fd = min(out, dep)
-            deposited[r, c] = dep - fd + gain
-            eroded[r, c] += out - fd
+            from_sed = min(out, sediment[r, c])  # creep beyond the soil takes rock
+            # the new surface goes to the scratch: the neighbours still read ``height``
+            transfer((r, c), from_sed, out - from_sed, gain, new_height, bedrock, sediment,
+                     eroded, deposited)
 
 
 @njit(cache=True, error_model="numpy")
@@ -284,8 +264,7 @@ def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
         if rmax > 0.0:  # the wedge above the critical plane breaks loose
             loose = rmax * min(kf[i], 1.0)
             worst = max(worst, loose)
-            _loosen(i, loose, bf, sf, ef, df)
-            hf[i] = bf[i] + sf[i]  # the same surface, kept exactly in step
+            transfer(i, 0.0, loose, loose, hf, bf, sf, ef, df)  # the same surface
         if n == 0 or sf[i] <= 1e-12:
             continue
         # the amount that brings the steepest neighbour exactly to the talus slope
