@@ -4,7 +4,7 @@ import heapq
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -490,6 +490,8 @@ def test_same_world_at_two_resolutions_gets_the_same_lakes():
               elements=st.floats(0, 20)),
        st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.005, 5)),
                 min_size=1, max_size=6), st.booleans())
+@example(np.pad(np.full((1, 1), 1e-9), ((0, 3), (0, 3))), [(0.0, 0.0, 1.0)], True)  # cells
+# within the level tolerance below the surface once joined without paying their water
 def test_pours_make_no_water_and_stay_under_the_spill_level(h, pours, walls):
     """No water from nothing: pools plus what left the map never exceed what was poured
     (the rest evaporated between basins). With open edges no pool stands above the

@@ -379,6 +379,7 @@ def _basin(start, water, open_edges, hf, pf, oceanf, rows, cols, scratch):
                 if oceanf[j] != 0 or sj < level - tol:  # lower ground beyond the rim
                     return n, level, water, j, sj, pf[i] > 0.0, n + top
                 if sj <= level + tol:
+                    water -= max(level - sj, 0.0)  # its water up to the level, however little
                     low -= 1
                     members[low] = j
                 else:
