@@ -151,11 +151,12 @@ def test_parameters_are_world_units(k):
     scaled = DropletParams(Kq=10.0 * k ** 3, Kw=1 - 0.99 ** (1 / k), Kr=1 - 0.5 ** (1 / k),
                            Kd=1 - 0.9 ** (1 / k), Ki=0.5 ** (1 / k), gravity=20.0 / k,
                            brush_radius=3.0 * k)
-    assert np.allclose(p.as_array((50, 60), 1.5), scaled.as_array((50, 60), 1.5 * k),
+    assert np.allclose(p.kernel((50, 60), 1.5), scaled.kernel((50, 60), 1.5 * k),
                        rtol=1e-12)
     # at a cell size of 1 the numbers are the seed article's per-step values
-    a = DropletParams().as_array((50, 60), 1.0)
-    assert list(a[:6]) == [10.0, 0.001, 0.9, 0.02, 0.1, 0.05]
+    a = DropletParams().kernel((50, 60), 1.0)
+    assert (a.Kq, a.Kw, a.Kr, a.Kd, a.Ki, a.min_slope) == (10.0, 0.001, 0.9, 0.02, 0.1, 0.05)
+    assert (a.Kg, a.radius, a.max_steps) == (40.0, 2.0, 240)
 
 
 def test_same_world_at_two_resolutions_erodes_alike():
