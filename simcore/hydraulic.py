@@ -150,10 +150,12 @@ def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sed
         row = np.uint64(y * cols)  # unsigned: no negative-index wraparound per access
         for x in range(x0, x1 + 1):
             k = row + np.uint64(x)
-            wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
-            share = min(wgt * scale, max(height[k] - floor, 0.0))
-            removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded, deposited,
-                                erodibility)
+            wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2
+            if wgt > 0.0:  # a zero share would change nothing: skip the cell
+                share = min(wgt * scale, height[k] - floor)
+                if share > 0.0:
+                    removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded,
+                                        deposited, erodibility)
     return removed
 
 

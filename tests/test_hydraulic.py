@@ -1,3 +1,5 @@
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -59,6 +61,63 @@ def test_brush_never_digs_below_the_next_height_on_the_path():
         assert np.array_equal(height[~above], h[~above])
         assert got == pytest.approx(h.sum() - height.sum())
         assert got <= 5.0 + 1e-12
+
+
+def _brush_reference(xp, yp, amount, floor, radius, height, bedrock, sediment, eroded,
+                     deposited, erodibility):
+    """The brush written plainly: every cell of the box gets its (possibly zero) share,
+    through the same exchange arithmetic as kernels.exchange."""
+    rows, cols = height.shape
+    inv_r2 = 1.0 / (radius * radius)
+    x0, x1 = max(math.floor(xp - radius) + 1, 0), min(math.floor(xp + radius), cols - 1)
+    y0, y1 = max(math.floor(yp - radius) + 1, 0), min(math.floor(yp + radius), rows - 1)
+    cells = [(y, x) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
+    weights = [max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
+               for y, x in cells]
+    total = 0.0
+    for w in weights:
+        total += w
+    removed = 0.0
+    if total <= 0.0:
+        return removed
+    scale = amount / total
+    for (y, x), w in zip(cells, weights):
+        dig = min(w * scale, max(height[y, x] - floor, 0.0))
+        s0 = sediment[y, x]
+        from_sed = min(dig, s0)
+        rock = (dig - from_sed) * erodibility[y, x]
+        sediment[y, x] = (s0 - from_sed) + 0.0
+        bedrock[y, x] = bedrock[y, x] - rock
+        height[y, x] = bedrock[y, x] + sediment[y, x]
+        got = from_sed + rock
+        from_dep = min(got, deposited[y, x])
+        deposited[y, x] = (deposited[y, x] - from_dep) + 0.0
+        eroded[y, x] += got - from_dep
+        removed += got
+    return removed
+
+
+@given(seed=st.integers(0, 2**32 - 1), radius=st.floats(1.0, 8.0),
+       amount=st.floats(0.0, 50.0), floor=st.floats(-1.0, 5.0))
+def test_brush_equals_the_plain_formula_bit_for_bit(seed, radius, amount, floor):
+    """The kernel skips cells whose share is zero; that must change no bit against
+    giving every cell of the box its share (sediment first, hard rock, records)."""
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(3, 24)), int(rng.integers(3, 24))
+    bed = rng.random((rows, cols)) * 4
+    sed = np.where(rng.random((rows, cols)) < 0.5, rng.random((rows, cols)), 0.0)
+    arrays = [bed + sed, bed, sed, rng.random((rows, cols)) * (rng.random() < 0.5),
+              rng.random((rows, cols)) * (rng.random() < 0.5),
+              np.clip(rng.random((rows, cols)) * 1.5, 0.0, 1.0)]
+    ref = [a.copy() for a in arrays]
+    ours = [a.copy() for a in arrays]
+    xp, yp = rng.random() * (cols - 1), rng.random() * (rows - 1)
+    want = _brush_reference(xp, yp, amount, floor, radius, *ref)
+    got = hydraulic._erode_brush(xp, yp, amount, floor, radius, rows, cols,
+                                 *[a.reshape(-1) for a in ours])
+    assert got == want
+    for a, b in zip(ours, ref):
+        assert np.array_equal(a, b)
 
 
 def test_no_droplet_digs_below_the_terrain_minimum_or_leaves_pits(hills):

@@ -124,9 +124,11 @@ static inline double erode_brush(const Grid *g, double xp, double yp, double amo
     for (int64_t y = y0; y <= y1; ++y) {
         for (int64_t x = x0; x <= x1; ++x) {
             int64_t k = y * g->cols + x;
-            double wgt = fmax_(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0);
-            double share = fmin_(wgt * scale, fmax_(g->height[k] - floor_h, 0.0));
-            removed += exchange(g, k, share, 0.0);
+            double wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2;
+            if (wgt > 0.0) { /* a zero share would change nothing: skip the cell */
+                double share = fmin_(wgt * scale, g->height[k] - floor_h);
+                if (share > 0.0) removed += exchange(g, k, share, 0.0);
+            }
         }
     }
     return removed;
