@@ -9,6 +9,10 @@ arrays; its result is checked to be bit-identical to ours, so the work is equal 
 step. Ours and C are run alternately in this one process (several rounds, fresh
 terrain copies); ``ours_over_C`` is the median of the per-round time ratios.
 
+For continuity with older figures, ``article_C_*`` is the seed article's own loop in C
+(benchmarks/reference/droplet_ref.c: float32, wraps at the edges, stops in pits, a
+fixed 4x4 brush): a different algorithm, so not equal work.
+
 Set ``BENCH_CALLGRIND=1`` to add instruction counts per step (valgrind callgrind,
 both built for haswell because valgrind has no AVX-512; slow: minutes).
 """
@@ -29,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 from reference.port import library, port_available, port_batch  # noqa: E402
+from reference.reference import run_reference  # noqa: E402
 
 from simcore.hydraulic import run_batch  # noqa: E402
 from simcore.noise import upland_terrain  # noqa: E402
@@ -142,6 +147,10 @@ def run(quick: bool) -> list[dict]:
             f"{threads}thr_droplets_per_s": round(droplets / tn),
             "speedup": round(t1 / tn, 2),
         })
+        if port_available():
+            art = run_reference(base / CELL, droplets, seed=1)  # heights in cell units
+            row.update({"article_C_ns_per_step": round(art["ns_per_step"], 1),
+                        "article_C_steps_per_droplet": round(art["steps"] / droplets, 1)})
         if os.environ.get("BENCH_CALLGRIND") == "1" and port_available():
             row.update(_callgrind(size, 4096))
         rows.append(row)
