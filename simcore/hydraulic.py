@@ -327,7 +327,15 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
         for k in range(count):
             if strip[k] >= 0:
                 live += 1
-    return lost.sum(), steps.sum()
+    # plain loops: in a parallel function numba turns ``lost.sum()`` into a threaded
+    # reduction whose rounding depends on the thread count
+    total = 0.0
+    for s in range(nstrips):
+        total += lost[s]
+    nsteps = 0
+    for k in range(count):
+        nsteps += steps[k]
+    return total, nsteps
 
 
 def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
