@@ -1,12 +1,25 @@
-"""Droplet erosion: speed per droplet and per step, 1 thread vs all, vs the C port.
+"""Droplet erosion: ns per droplet step on one thread against a plain C loop of the
+same algorithm, and 1 thread against all.
 
-Same terrain for both (fractal noise, relief = side/4), 100 000 droplets. The C port
-(benchmarks/reference/droplet_ref.c) is the article's loop built with gcc -O3; it
-wraps at the edges and uses float32, so step counts differ a little.
+Terrain: ``upland_terrain(size, seed=3)`` at 30 m cells (the generator's default world)
+with the ``default`` preset's droplet parameters, so droplets behave as in a real run.
+The C comparator (benchmarks/reference/droplet_port.c, gcc -O3 -march=native
+-ffp-contract=off) is our algorithm written as a plain loop and called on the same
+arrays; its result is checked to be bit-identical to ours, so the work is equal to the
+step. Ours and C are run alternately in this one process (several rounds, fresh
+terrain copies); ``ours_over_C`` is the median of the per-round time ratios.
+
+For continuity with older figures, ``article_C_*`` is the seed article's own loop in C
+(benchmarks/reference/droplet_ref.c: float32, wraps at the edges, stops in pits, a
+fixed 4x4 brush): a different algorithm, so not equal work.
+
+Set ``BENCH_CALLGRIND=1`` to add instruction counts per step (valgrind callgrind,
+both built for haswell because valgrind has no AVX-512; slow: minutes).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,28 +32,44 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from reference.reference import reference_available, run_reference  # noqa: E402
-
-from simcore.noise import fractal_terrain  # noqa: E402
-from simcore.processes.hydraulic import DropletParams, run_batch  # noqa: E402
+from benchmarks.reference.port import library, port_available, port_batch  # noqa: E402
+from benchmarks.reference.reference import run_reference  # noqa: E402
+from simcore.formats.presets import find_preset  # noqa: E402
+from simcore.noise import upland_terrain  # noqa: E402
+from simcore.processes.hydraulic import run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
+CELL = 30.0
 
-def _erode(heights: np.ndarray, droplets: int, threads: int) -> tuple[float, int, Terrain]:
-    params = DropletParams()
-    terrain = Terrain.from_heights(heights, world_units=False)
+
+def _params():
+    return find_preset("default").params["droplets"]
+
+
+def _erode(base: np.ndarray, droplets: int, fn=run_batch) -> tuple[float, int, Terrain]:
+    params = _params()
+    terrain = Terrain.from_heights(base, CELL)
     height = terrain.height()
+    t0 = time.perf_counter()
+    steps = 0
+    for first in range(0, droplets, params.batch):
+        steps += fn(terrain, params, 1, first, min(params.batch, droplets - first),
+                    height=height)
+    return time.perf_counter() - t0, steps, terrain
+
+
+def _with_threads(threads: int, *args):
     old = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        t0 = time.perf_counter()
-        steps = 0
-        for first in range(0, droplets, params.batch):
-            steps += run_batch(terrain, params, 1, first, min(params.batch, droplets - first),
-                               height=height)
-        return time.perf_counter() - t0, steps, terrain
+        return _erode(*args)
     finally:
         numba.set_num_threads(old)
+
+
+def _identical(a: Terrain, b: Terrain) -> bool:
+    return a.outflow == b.outflow and all(
+        np.array_equal(x, y) for x, y in zip(a.arrays().values(), b.arrays().values()))
 
 
 _STARTUP = """
@@ -61,6 +90,33 @@ def _startup(cache_dir: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
+def _versus_c(base: np.ndarray, droplets: int, rounds: int) -> dict:
+    """Ours (1 thread) and the C port alternately; ns per step and the time ratio."""
+    ours, ref, ratios = [], [], []
+    for r in range(rounds):
+        a = _with_threads(1, base, droplets)
+        b = _erode(base, droplets, port_batch)
+        if r == 0 and (a[1] != b[1] or not _identical(a[2], b[2])):
+            raise AssertionError("the C port no longer does our algorithm (results differ)")
+        ours.append(a[0] / a[1] * 1e9)
+        ref.append(b[0] / b[1] * 1e9)
+        ratios.append(a[0] / b[0])
+    return {"ours_1thr_ns_per_step": round(float(np.median(ours)), 1),
+            "C_ns_per_step": round(float(np.median(ref)), 1),
+            "ours_over_C": round(float(np.median(ratios)), 3),
+            "ratio_range": f"{min(ratios):.3f}-{max(ratios):.3f}",
+            "C_same_result": True}
+
+
+def _callgrind(size: int, droplets: int) -> dict:
+    """Instructions per step from valgrind: ours = (run - run with 0 droplets) / steps,
+    C = the C batch function alone (--toggle-collect)."""
+    script = Path(__file__).resolve().with_name("reference") / "callgrind_droplets.py"
+    out = subprocess.run([sys.executable, str(script), str(size), str(droplets)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(quick: bool) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as cache:
@@ -68,26 +124,33 @@ def run(quick: bool) -> list[dict]:
         warm = _startup(cache)
     rows.append({"name": "kernel start-up, new process", "compile_s": round(cold, 2),
                  "cached_s": round(warm, 2)})
-    _erode(fractal_terrain(64, seed=1), 100, 1)  # compile in this process
-    droplets = 20_000 if quick else 100_000
-    for size in (256, 512, 1024):
-        heights = fractal_terrain(size, seed=3)
-        row: dict = {"name": f"droplets {size}x{size}", "droplets": droplets}
-        t1, steps, one = _erode(heights, droplets, 1)
-        tn, steps_n, many = _erode(heights, droplets, numba.config.NUMBA_NUM_THREADS)
-        assert np.array_equal(one.bedrock, many.bedrock), "thread count changed the result"
+    _erode(upland_terrain(64, seed=1), 100)  # compile in this process
+    if port_available():
+        library()
+    droplets = 4096 if quick else 20_480
+    rounds = 3 if quick else 5
+    threads = numba.config.NUMBA_NUM_THREADS
+    for size in (256,) if quick else (256, 1024):
+        base = upland_terrain(size, seed=3)
+        row: dict = {"name": f"droplets {size}x{size} ({CELL:g} m, default preset)",
+                     "droplets": droplets}
+        if port_available():
+            row.update(_versus_c(base, droplets, rounds))
+        t1, steps, one = _with_threads(1, base, droplets)
+        tn, steps_n, many = _with_threads(threads, base, droplets)
+        assert _identical(one, many), "thread count changed the result"
         row.update({
             "steps_per_droplet": round(steps / droplets, 1),
-            "1thr_ns_per_step": round(t1 / steps * 1e9, 1),
             "1thr_droplets_per_s": round(droplets / t1),
-            f"{numba.config.NUMBA_NUM_THREADS}thr_ns_per_step": round(tn / steps_n * 1e9, 1),
-            f"{numba.config.NUMBA_NUM_THREADS}thr_droplets_per_s": round(droplets / tn),
+            f"{threads}thr_ns_per_step": round(tn / steps_n * 1e9, 1),
+            f"{threads}thr_droplets_per_s": round(droplets / tn),
             "speedup": round(t1 / tn, 2),
         })
-        if reference_available():
-            ref = run_reference(heights, droplets, seed=1)
-            row.update({"C_ns_per_step": round(ref["ns_per_step"], 1),
-                        "C_steps_per_droplet": round(ref["steps"] / droplets, 1),
-                        "C_droplets_per_s": round(droplets / ref["seconds"])})
+        if port_available():
+            art = run_reference(base / CELL, droplets, seed=1)  # heights in cell units
+            row.update({"article_C_ns_per_step": round(art["ns_per_step"], 1),
+                        "article_C_steps_per_droplet": round(art["steps"] / droplets, 1)})
+        if os.environ.get("BENCH_CALLGRIND") == "1" and port_available():
+            row.update(_callgrind(size, 4096))
         rows.append(row)
     return rows

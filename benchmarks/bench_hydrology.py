@@ -171,7 +171,7 @@ def run_reference(heights: np.ndarray, scale: float, particles: int, batch: int 
                   seed: int = 1) -> dict:
     """Build (into a temp folder, once per source change) and run the C++ port on
     ``heights`` (cell units, square). Returns its JSON report plus the pool map."""
-    from reference.compile import compile_cached
+    from benchmarks.reference.compile import compile_cached
     binary = compile_cached(REFERENCE, "g++", ["-O3", "-march=native", "-std=c++17",
                                                "-pthread"])
     n = heights.shape[0]

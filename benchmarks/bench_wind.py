@@ -62,7 +62,7 @@ def ours(t: Terrain, particles: int, direction: float) -> dict:
 
 def theirs(heights: np.ndarray, particles: int) -> dict | None:
     try:
-        from reference.wind_2023 import available, run_2023
+        from benchmarks.reference.wind_2023 import available, run_2023
     except ImportError:
         return None
     if not available():
@@ -93,7 +93,7 @@ def _warm_up() -> None:
 
 def run(quick: bool) -> list[dict]:
     _warm_up()
-    from reference.wind_2023 import gaussian_hill
+    from benchmarks.reference.wind_2023 import gaussian_hill
 
     particles = 100_000 if quick else 300_000
     rows = [_compare("dunes 128^2 all-sand", sand_sea(128), particles)]

@@ -1,3 +1,5 @@
+import math
+
 import numba
 import numpy as np
 import pytest
@@ -61,6 +63,63 @@ def test_brush_never_digs_below_the_next_height_on_the_path():
         assert got <= 5.0 + 1e-12
 
 
+def _brush_reference(xp, yp, amount, floor, radius, height, bedrock, sediment, eroded,
+                     deposited, erodibility):
+    """The brush written plainly: every cell of the box gets its (possibly zero) share,
+    through the same exchange arithmetic as kernels.exchange."""
+    rows, cols = height.shape
+    inv_r2 = 1.0 / (radius * radius)
+    x0, x1 = max(math.floor(xp - radius) + 1, 0), min(math.floor(xp + radius), cols - 1)
+    y0, y1 = max(math.floor(yp - radius) + 1, 0), min(math.floor(yp + radius), rows - 1)
+    cells = [(y, x) for y in range(y0, y1 + 1) for x in range(x0, x1 + 1)]
+    weights = [max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
+               for y, x in cells]
+    total = 0.0
+    for w in weights:
+        total += w
+    removed = 0.0
+    if total <= 0.0:
+        return removed
+    scale = amount / total
+    for (y, x), w in zip(cells, weights):
+        dig = min(w * scale, max(height[y, x] - floor, 0.0))
+        s0 = sediment[y, x]
+        from_sed = min(dig, s0)
+        rock = (dig - from_sed) * erodibility[y, x]
+        sediment[y, x] = (s0 - from_sed) + 0.0
+        bedrock[y, x] = bedrock[y, x] - rock
+        height[y, x] = bedrock[y, x] + sediment[y, x]
+        got = from_sed + rock
+        from_dep = min(got, deposited[y, x])
+        deposited[y, x] = (deposited[y, x] - from_dep) + 0.0
+        eroded[y, x] += got - from_dep
+        removed += got
+    return removed
+
+
+@given(seed=st.integers(0, 2**32 - 1), radius=st.floats(1.0, 8.0),
+       amount=st.floats(0.0, 50.0), floor=st.floats(-1.0, 5.0))
+def test_brush_equals_the_plain_formula_bit_for_bit(seed, radius, amount, floor):
+    """The kernel skips cells whose share is zero; that must change no bit against
+    giving every cell of the box its share (sediment first, hard rock, records)."""
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(3, 24)), int(rng.integers(3, 24))
+    bed = rng.random((rows, cols)) * 4
+    sed = np.where(rng.random((rows, cols)) < 0.5, rng.random((rows, cols)), 0.0)
+    arrays = [bed + sed, bed, sed, rng.random((rows, cols)) * (rng.random() < 0.5),
+              rng.random((rows, cols)) * (rng.random() < 0.5),
+              np.clip(rng.random((rows, cols)) * 1.5, 0.0, 1.0)]
+    ref = [a.copy() for a in arrays]
+    ours = [a.copy() for a in arrays]
+    xp, yp = rng.random() * (cols - 1), rng.random() * (rows - 1)
+    want = _brush_reference(xp, yp, amount, floor, radius, *ref)
+    got = hydraulic._erode_brush(xp, yp, amount, floor, radius, rows, cols,
+                                 *[a.reshape(-1) for a in ours])
+    assert got == want
+    for a, b in zip(ours, ref):
+        assert np.array_equal(a, b)
+
+
 def test_no_droplet_digs_below_the_terrain_minimum_or_leaves_pits(hills):
     t = Terrain.from_heights(hills, world_units=False)
     p = DropletParams(batch=1)
@@ -104,20 +163,33 @@ def test_same_seed_is_bit_identical_and_other_seed_differs(hills):
     assert not np.array_equal(a.bedrock, c.bedrock)
 
 
-def test_thread_count_does_not_change_the_result():
-    from simcore.noise import fractal_terrain
-    h = fractal_terrain(160, seed=2)  # 5 strips: real parallel phases
+@pytest.mark.parametrize("world", ["fractal", "upland"])
+def test_thread_count_does_not_change_the_result(world):
+    """Every array and the outflow, bit for bit. The upland case (8 strips, one batch)
+    caught ``lost.sum()`` becoming a threaded reduction in the parallel kernel."""
+    from simcore.noise import fractal_terrain, upland_terrain
+    from simcore.presets import find_preset
+    if world == "fractal":
+        h, cell, n = fractal_terrain(160, seed=2), 1.0, 8192  # 5 strips: parallel phases
+        params = DropletParams(batch=4096)
+    else:
+        h, cell, n = upland_terrain(256, seed=3), 30.0, 2048
+        params = find_preset("default").params["droplets"]
     results = []
     old = numba.get_num_threads()
     try:
         for threads in (1, numba.config.NUMBA_NUM_THREADS):
             numba.set_num_threads(threads)
-            t, _ = run(h, 8192, params=DropletParams(batch=4096))
+            t = Terrain.from_heights(h, cell, world_units=world == "upland")
+            for first in range(0, n, params.batch):
+                run_batch(t, params, 1, first, min(params.batch, n - first))
             results.append(t)
     finally:
         numba.set_num_threads(old)
-    assert np.array_equal(results[0].bedrock, results[1].bedrock)
-    assert np.array_equal(results[0].sediment, results[1].sediment)
+    one, many = results
+    assert one.outflow == many.outflow
+    for name, arr in one.arrays().items():
+        assert np.array_equal(arr, getattr(many, name)), name
 
 
 def test_slicing_by_time_or_count_gives_identical_arrays(hills):
@@ -151,11 +223,12 @@ def test_parameters_are_world_units(k):
     scaled = DropletParams(Kq=10.0 * k ** 3, Kw=1 - 0.99 ** (1 / k), Kr=1 - 0.5 ** (1 / k),
                            Kd=1 - 0.9 ** (1 / k), Ki=0.5 ** (1 / k), gravity=20.0 / k,
                            brush_radius=3.0 * k)
-    assert np.allclose(p.as_array((50, 60), 1.5), scaled.as_array((50, 60), 1.5 * k),
+    assert np.allclose(p.kernel((50, 60), 1.5), scaled.kernel((50, 60), 1.5 * k),
                        rtol=1e-12)
     # at a cell size of 1 the numbers are the seed article's per-step values
-    a = DropletParams().as_array((50, 60), 1.0)
-    assert list(a[:6]) == [10.0, 0.001, 0.9, 0.02, 0.1, 0.05]
+    a = DropletParams().kernel((50, 60), 1.0)
+    assert (a.Kq, a.Kw, a.Kr, a.Kd, a.Ki, a.min_slope) == (10.0, 0.001, 0.9, 0.02, 0.1, 0.05)
+    assert (a.Kg, a.radius, a.max_steps) == (40.0, 2.0, 240)
 
 
 def test_same_world_at_two_resolutions_erodes_alike():

@@ -1,8 +1,7 @@
 """Run the C port of the article's droplet loop (droplet_ref.c) as a benchmark comparator.
 
 stdlib + numpy only. The binary is built with ``gcc -O3 -march=native`` into a
-per-user folder under the system temp directory and rebuilt only when the C source
-is newer than the binary.
+per-user folder under the system temp directory, once per version of the C source.
 
     from benchmarks.reference.reference import reference_available, run_reference
     if reference_available():
@@ -32,7 +31,7 @@ def reference_available() -> bool:
 
 
 def build_reference() -> Path:
-    """Compile droplet_ref.c if the binary is missing or older than the source."""
+    """Compile droplet_ref.c unless this version of it is already built."""
     return compile_cached(SOURCE, "gcc", CFLAGS)
 
 

@@ -8,7 +8,7 @@ into a temp folder, the map side (``quad::tilesize``, a compile-time constant) i
 there, and ``wind_2023_harness.cpp`` (ours: renderer stubs, file I/O, timing) is built
 against it with ``g++ -O3 -std=c++20``. Needs g++ and the GLM headers (libglm-dev).
 
-    from reference.wind_2023 import available, run_2023
+    from benchmarks.reference.wind_2023 import available, run_2023
     info = run_2023(heights_cells, particles, seed=1)  # dict: ms, particles, heights
 """
 

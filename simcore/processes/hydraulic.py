@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -48,6 +49,21 @@ MAX_BRUSH_CELLS = 8.0
 
 # droplet state columns
 X, Y, DX, DY, V, W, S = range(7)
+
+
+class Kernel(NamedTuple):
+    """What the droplet kernel reads, per step and in cell units."""
+
+    Kq: float  # capacity factor, cell³
+    Kw: float  # water evaporated per step
+    Kr: float  # fraction of the free capacity dug per step
+    Kd: float  # fraction of the excess laid down per step
+    Ki: float  # share of the old direction kept per step
+    min_slope: float  # capacity floor on flats (rise/run)
+    Kg: float  # 2 g: v² grows by Kg × the height drop (cells)
+    radius: float  # brush radius, cells
+    max_steps: int  # steps before a droplet lays its load down
+    dig_area: float  # a step digs at most the drop × this area (cells)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,17 +106,18 @@ class DropletParams(Params):
         not depend on the cell size."""
         return max(0.5 * math.pi * self.brush_cells(cell_size) ** 2, 1.0)
 
-    def as_array(self, shape: tuple[int, int], cell_size: float = 1.0) -> np.ndarray:
+    def kernel(self, shape: tuple[int, int], cell_size: float = 1.0) -> Kernel:
         """Per-step kernel constants in cell units for a grid of ``cell_size``."""
         c = float(cell_size)
 
         def per_step(rate: float) -> float:  # exact at c = 1
-            return rate if c == 1.0 else 1.0 - (1.0 - rate) ** c
+            return float(rate) if c == 1.0 else float(1.0 - (1.0 - rate) ** c)
 
-        return np.array([self.Kq / c ** 3, per_step(self.Kw), per_step(self.Kr),
-                         per_step(self.Kd), self.Ki ** c, self.min_slope,
-                         2.0 * self.gravity * c, self.brush_cells(c), self.max_steps(shape),
-                         0.99 * self.brush_area(c)], dtype=np.float64)
+        return Kernel(Kq=float(self.Kq / c ** 3), Kw=per_step(self.Kw),
+                      Kr=per_step(self.Kr), Kd=per_step(self.Kd), Ki=float(self.Ki ** c),
+                      min_slope=float(self.min_slope), Kg=float(2.0 * self.gravity * c),
+                      radius=float(self.brush_cells(c)), max_steps=int(self.max_steps(shape)),
+                      dig_area=float(0.99 * self.brush_area(c)))
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -134,10 +151,12 @@ def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sed
         row = np.uint64(y * cols)  # unsigned: no negative-index wraparound per access
         for x in range(x0, x1 + 1):
             k = row + np.uint64(x)
-            wgt = max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
-            share = min(wgt * scale, max(height[k] - floor, 0.0))
-            removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded, deposited,
-                                erodibility)
+            wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2
+            if wgt > 0.0:  # a zero share would change nothing: skip the cell
+                share = min(wgt * scale, height[k] - floor)
+                if share > 0.0:
+                    removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded,
+                                        deposited, erodibility)
     return removed
 
 
@@ -150,8 +169,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     grid (the caller books ``state[d, S]`` as outflow), or the row it stepped onto
     outside the band (to hand it over). Grids come as 1-D views (flat unsigned indices
     spare numba's negative-index handling on every access)."""
-    Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius, max_steps, dig_area = (
-        p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], int(p[8]), p[9])
+    Kq, Kw, Kr, Kd, Ki, min_slope = p.Kq, p.Kw, p.Kr, p.Kd, p.Ki, p.min_slope
+    Kg, radius, max_steps, dig_area = p.Kg, p.radius, p.max_steps, p.dig_area
     ucols = np.uint64(cols)
     one = np.uint64(1)
     xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
@@ -309,7 +328,15 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
         for k in range(count):
             if strip[k] >= 0:
                 live += 1
-    return lost.sum(), steps.sum()
+    # plain loops: in a parallel function numba turns ``lost.sum()`` into a threaded
+    # reduction whose rounding depends on the thread count
+    total = 0.0
+    for s in range(nstrips):
+        total += lost[s]
+    nsteps = 0
+    for k in range(count):
+        nsteps += steps[k]
+    return total, nsteps
 
 
 def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
@@ -324,7 +351,7 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
         cdf = rain_cdf(terrain.rain)
     lost, nsteps = _run_batch(
         np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-        params.as_array(terrain.shape, terrain.cell_size), cdf,
+        params.kernel(terrain.shape, terrain.cell_size), cdf,
         strip_margin(params.brush_cells(terrain.cell_size)), height, terrain.bedrock,
         terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
     terrain.outflow += lost
