@@ -82,6 +82,12 @@ def test_kernel_parameters_are_world_units():
     assert k1.repose == k2.repose == pytest.approx(math.tan(math.radians(32.0)))
     assert k2.capacity == pytest.approx(k1.capacity / 8)  # m³ in (2 m)³ cells
     assert k1.reach_steps == 50 and k2.reach_steps == 25
+    assert k1.reach_frac == 0.0 == k2.reach_frac
+    # a reach that is no whole number of cells: whole steps, then a partial one, so a
+    # particle carries sand 50 m on 15 m and on 30 m cells alike (not 60 m and 60 m)
+    k15, k30 = p.kernel(15.0), p.kernel(30.0)
+    assert k15.reach_steps == 3 and k15.reach_frac == pytest.approx(50 / 15 - 3)
+    assert k30.reach_steps == 1 and k30.reach_frac == pytest.approx(50 / 30 - 1)
     # per metre the load adapts the same: two 1 m steps = one 2 m step
     assert 1 - (1 - k1.rate) ** 2 == pytest.approx(k2.rate)
 
