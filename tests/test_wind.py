@@ -116,6 +116,25 @@ def test_desert_wind_builds_transverse_dunes_with_slip_faces(direction):
     assert abs(t.total_material() - total0) < 1e-9 * total0
 
 
+def test_the_desert_preset_builds_dunes_on_an_all_sand_start():
+    """The shipped preset, with its own amount of wind per area (and its thermal)."""
+    from simcore.presets import find_preset
+    preset = find_preset("desert_dunes")
+    direction = preset.params["wind"].direction
+    t = sand_sea(128)
+    before = measure_dunes(t.height(), direction)
+    total0 = t.total_material()
+    Simulation(t, preset.enabled_params(), seed=preset.seed, particles=preset.work(t)).run()
+    after = measure_dunes(t.height(), direction)
+    assert after["spectral_share"] >= 0.3 and \
+        after["spectral_share"] > before["spectral_share"] + 0.1, (before, after)
+    assert after["lee_stoss"] >= 1.5, after
+    assert 28.0 <= after["lee_p50_deg"] <= 34.0, after
+    assert after["crest_angle_deg"] <= 20.0, after
+    assert sand_excess(t, preset.params["wind"].repose_angle) <= 1e-9
+    assert t.outflow == 0.0 and abs(t.total_material() - total0) < 1e-9 * total0
+
+
 def test_same_world_at_two_resolutions_makes_the_same_dunes():
     fine = sand_sea(128, 1.0)
     coarse = sand_sea(64, 2.0)
