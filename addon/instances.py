@@ -147,9 +147,17 @@ def update_trees(terrain: bpy.types.Object, grid: Grid, trees: np.ndarray,
     set_modifier_input(mod, ids["Tree"], s.tree_object or default_tree())
     set_modifier_input(mod, ids["Trees Collection"], s.tree_collection)
     set_modifier_input(mod, ids["Use Collection"], s.tree_collection is not None)
-    set_modifier_input(mod, ids["Scale"], s.tree_scale if s.tree_scale > 0 else 4.0 * cell)
+    set_modifier_input(mod, ids["Scale"], tree_height(s))
     obj.update_tag()
     return obj
+
+
+def tree_height(settings) -> float:
+    """Height of a full-grown tree in local units: the Tree Scale override when set,
+    else the Trees process' ``tree_height`` (world units, the same at any cell size)."""
+    if settings.tree_scale > 0:
+        return float(settings.tree_scale)
+    return float(settings.trees.tree_height)
 
 
 def read_trees(terrain: bpy.types.Object, grid: Grid) -> np.ndarray:

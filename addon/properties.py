@@ -160,7 +160,8 @@ def _settings_annotations() -> dict:
                         "Tree)"),
         "tree_scale": bpy.props.FloatProperty(
             name="Tree Scale", default=0.0, min=0.0, soft_max=100.0, subtype='DISTANCE',
-            description="Height of a full-grown tree in local units (0: 4 cells)"),
+            description="Height of a full-grown tree in local units (0: the Trees "
+                        "process' Tree Height, in world units)"),
         "water_surface": bpy.props.BoolProperty(
             name="Water Surface", default=True,
             description="Show pools (lakes, sea) as a water surface object for rendering"),

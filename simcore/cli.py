@@ -220,7 +220,8 @@ def cmd_shade(args: argparse.Namespace) -> int:
     rows, cols = terrain.shape
     check_memory(rows * cols * 8 * 12, f"shading a {rows}x{cols} grid")
     _check_output(args.output, (".png",), 3 * rows * cols + rows + 2**16)
-    save_png(out, shaded_relief(terrain.height()))
+    pool = terrain.pool if terrain.pool.any() else None  # lakes and sea in blue
+    save_png(out, shaded_relief(terrain.height(), pool=pool))
     return 0
 
 
@@ -264,7 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("presets", help="list the shipped presets")
     p.set_defaults(func=cmd_presets)
 
-    s = sub.add_parser("shade", help="shaded-relief PNG of a heightmap or state")
+    s = sub.add_parser("shade", help="shaded-relief PNG of a heightmap or state "
+                       "(pools of a state in blue)")
     s.add_argument("--input", required=True, help=".npy heightmap or .npz state")
     s.add_argument("--output", required=True, help="where to write the .png")
     s.add_argument("--cell-size", type=float, default=1.0, help="for a .npy input (1)")

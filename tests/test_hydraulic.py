@@ -167,8 +167,8 @@ def test_same_seed_is_bit_identical_and_other_seed_differs(hills):
 def test_thread_count_does_not_change_the_result(world):
     """Every array and the outflow, bit for bit. The upland case (8 strips, one batch)
     caught ``lost.sum()`` becoming a threaded reduction in the parallel kernel."""
+    from simcore.formats.presets import find_preset
     from simcore.noise import fractal_terrain, upland_terrain
-    from simcore.presets import find_preset
     if world == "fractal":
         h, cell, n = fractal_terrain(160, seed=2), 1.0, 8192  # 5 strips: parallel phases
         params = DropletParams(batch=4096)

@@ -23,11 +23,6 @@ from simcore.terrain import Terrain
 #: mountains, so its landforms are checked on its own ridge terrain in test_dla.py
 #: (test_ridges_eroded_leaves_land_not_spikes), not on this fBm world
 PRESETS = sorted(n for n in preset_files() if find_preset(n).ridges is None)
-RESOLUTION_KNOWN_FAILURES = {
-    "desert_dunes": "issue 11 open: the wind + weathering volume moved on the 15 m grid "
-                    "is 1.9x that on the 30 m grid of the same world (dune shape is "
-                    "resolution independent, see test_wind; the amount is not yet)",
-}
 FINE, FINE_CELL = 256, 15.0
 
 
@@ -87,9 +82,7 @@ def test_hillslopes_stay_hillslopes(name, size):
     assert excess == 0.0, f"loose material {excess:.3g} cell units above its talus"
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=RESOLUTION_KNOWN_FAILURES[n]))
-    if n in RESOLUTION_KNOWN_FAILURES else n for n in PRESETS])
+@pytest.mark.parametrize("name", PRESETS)
 def test_the_same_landforms_at_two_resolutions(name):
     coarse, _ = eroded(name, FINE // 2)
     fine, _ = eroded(name, FINE)

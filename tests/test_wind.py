@@ -82,6 +82,12 @@ def test_kernel_parameters_are_world_units():
     assert k1.repose == k2.repose == pytest.approx(math.tan(math.radians(32.0)))
     assert k2.capacity == pytest.approx(k1.capacity / 8)  # m³ in (2 m)³ cells
     assert k1.reach_steps == 50 and k2.reach_steps == 25
+    assert k1.reach_frac == 0.0 == k2.reach_frac
+    # a reach that is no whole number of cells: whole steps, then a partial one, so a
+    # particle carries sand 50 m on 15 m and on 30 m cells alike (not 60 m and 60 m)
+    k15, k30 = p.kernel(15.0), p.kernel(30.0)
+    assert k15.reach_steps == 3 and k15.reach_frac == pytest.approx(50 / 15 - 3)
+    assert k30.reach_steps == 1 and k30.reach_frac == pytest.approx(50 / 30 - 1)
     # per metre the load adapts the same: two 1 m steps = one 2 m step
     assert 1 - (1 - k1.rate) ** 2 == pytest.approx(k2.rate)
 
@@ -108,6 +114,25 @@ def test_desert_wind_builds_transverse_dunes_with_slip_faces(direction):
     # wrap: the sand sea keeps all its sand
     assert t.outflow == 0.0
     assert abs(t.total_material() - total0) < 1e-9 * total0
+
+
+def test_the_desert_preset_builds_dunes_on_an_all_sand_start():
+    """The shipped preset, with its own amount of wind per area (and its thermal)."""
+    from simcore.formats.presets import find_preset
+    preset = find_preset("desert_dunes")
+    direction = preset.params["wind"].direction
+    t = sand_sea(128)
+    before = measure_dunes(t.height(), direction)
+    total0 = t.total_material()
+    Simulation(t, preset.enabled_params(), seed=preset.seed, particles=preset.work(t)).run()
+    after = measure_dunes(t.height(), direction)
+    assert after["spectral_share"] >= 0.3 and \
+        after["spectral_share"] > before["spectral_share"] + 0.1, (before, after)
+    assert after["lee_stoss"] >= 1.5, after
+    assert 28.0 <= after["lee_p50_deg"] <= 34.0, after
+    assert after["crest_angle_deg"] <= 20.0, after
+    assert sand_excess(t, preset.params["wind"].repose_angle) <= 1e-9
+    assert t.outflow == 0.0 and abs(t.total_material() - total0) < 1e-9 * total0
 
 
 def test_same_world_at_two_resolutions_makes_the_same_dunes():

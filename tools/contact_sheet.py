@@ -5,8 +5,9 @@
 
 The first tile is the terrain before erosion (``simcore generate --size N --seed S``:
 30 m cells), then one tile per preset after erosion, labelled with the preset id and
-its slope median / 99th percentile (degrees). Sandy tint = loose material. Also prints
-the landform table (world units) the tiles show. Needs only numpy (no Blender).
+its slope median / 99th percentile (degrees). Sandy tint = loose material, blue =
+standing water (pools). Also prints the landform table (world units; lakes = pools of
+at least 20 cells) the tiles show. Needs only numpy (no Blender).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from simcore import landforms  # noqa: E402
 from simcore.formats.images import save_png, shaded_relief  # noqa: E402
 from simcore.formats.presets import find_preset, preset_files  # noqa: E402
 from simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
+from simcore.processes import hydrology  # noqa: E402
 from simcore.simulation import Simulation  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
@@ -70,8 +72,9 @@ def erode(heights: np.ndarray, cell: float, name: str) -> Terrain:
     return terrain
 
 
-def tile(height: np.ndarray, sediment: np.ndarray | None, text: str) -> np.ndarray:
-    img = shaded_relief(height, sediment)
+def tile(height: np.ndarray, sediment: np.ndarray | None, text: str,
+         pool: np.ndarray | None = None) -> np.ndarray:
+    img = shaded_relief(height, sediment, pool=pool)
     return np.concatenate([label(text, img.shape[1]), img], axis=0)
 
 
@@ -88,7 +91,7 @@ def main() -> int:
     st = landforms.slope_stats(heights / cell)
     tiles = [tile(heights / cell, None,
                   f"before {st['p50']:.0f}/{st['p99']:.0f}")]
-    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3)  s")
+    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3) lakes  s")
     print(f"{'(generated)':18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
           f"{st['peaks']:5.1f}")
     for name in preset_files():
@@ -98,9 +101,10 @@ def main() -> int:
         dh = terrain.world_height() - heights
         vol = float(np.maximum(-dh, 0).sum()) * cell * cell
         print(f"{name:18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
-              f"{st['peaks']:5.1f} {vol:10.3g} {time.perf_counter() - t0:5.1f}", flush=True)
+              f"{st['peaks']:5.1f} {vol:10.3g} {len(hydrology.lakes(terrain, 20)):5d} "
+              f"{time.perf_counter() - t0:5.1f}", flush=True)
         tiles.append(tile(terrain.height(), terrain.sediment,
-                          f"{name} {st['p50']:.0f}/{st['p99']:.0f}"))
+                          f"{name} {st['p50']:.0f}/{st['p99']:.0f}", terrain.pool))
     gap = 6
     h, w = tiles[0].shape[:2]
     cols = args.columns

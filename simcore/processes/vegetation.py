@@ -10,6 +10,9 @@ clamped to 1, into ``terrain.vegetation``; hydrology's deposition rate is multip
 ``1 - vegetation``, so roots hold the soil.
 
 Trees are state: ``terrain.trees`` rows are (x = column, y = row, size), cell units.
+``size`` is 0..1 of a full-grown tree; ``tree_height`` (world units, metres) is how tall
+a tree of size 1 is drawn, so the same preset gives the same trees at any cell size
+(the add-on instances each tree ``size * tree_height`` tall).
 Cycle ``k`` draws its random numbers from ``(seed, STREAM_ID, k)`` in tree-list order on
 one thread, so the result depends only on (terrain, params, seed, first, count).
 """
@@ -67,18 +70,17 @@ class TreeParams(Params):
     growth_rate: float = param(0.05, 0.0, 1.0, "1/cycle",
                                "fraction of the remaining growth done per cycle")
     root_radius: float = param(2.0, 0.5, 16.0, "cells", "radius of a tree's root density")
+    tree_height: float = param(20.0, 0.01, 150.0, "m",
+                               "height of a full-grown tree (size 1) in world units: trees "
+                               "are drawn size x tree_height tall at any cell size",
+                               soft_hi=60.0)
     max_trees: int = param(200_000, 0, 10_000_000, "trees", "cap on the number of trees",
                            soft_hi=1_000_000)
     batch: int = param(1, 1, 100_000, "cycles", "growth cycles per batch", soft_hi=100)
 
-    def as_array(self) -> np.ndarray:
-        return np.array([self.spawn_tries, self.spread_chance, self.spread_radius,
-                         self.death_chance, self.max_stream, self.max_steepness,
-                         self.start_size, self.max_size, self.growth_rate, self.root_radius,
-                         self.max_trees], dtype=np.float64)
-
     def kernel(self) -> TreeKernel:
-        """The kernels' parameters, by name."""
+        """The kernels' parameters, by name (a named tuple the njit kernels read;
+        ``tree_height`` is for drawing only and not in it)."""
         return TreeKernel(int(self.spawn_tries), float(self.spread_chance),
                           int(self.spread_radius), float(self.death_chance),
                           float(self.max_stream), float(self.max_steepness),

@@ -171,7 +171,8 @@ class WindParams(Params):
             inv_layer=cs / self.boundary_layer,
             repose=math.tan(math.radians(self.repose_angle)),
             rest=math.tan(math.radians(max(self.repose_angle - self.hysteresis, 0.0))),
-            reach_steps=int(math.ceil(self.reach / cs)),
+            reach_steps=int(math.floor(self.reach / cs)),
+            reach_frac=self.reach / cs - math.floor(self.reach / cs),
             max_steps=int(math.ceil(self.reach / cs)) + min(
                 int(8.0 * self.saturation_length / cs) + 2, 100_000),
             spread=math.radians(self.spread),
@@ -198,7 +199,8 @@ class WindKernel(NamedTuple):
     inv_layer: float  # 1 / boundary layer
     repose: float  # tan(repose angle): steeper sand avalanches
     rest: float  # tan(angle an avalanche stops at)
-    reach_steps: int  # steps with capacity before the particle settles
+    reach_steps: int  # whole steps with capacity before the particle settles
+    reach_frac: float  # capacity share of the step after them (reach in metres exactly)
     max_steps: int  # after these it lays down what it still carries
     spread: float  # radians either side of the wind
     abrasion: float  # fraction of the load worn off bare rock per step
@@ -260,13 +262,16 @@ def _target(k, back, here, ahead, upwind, clearance, step):
     cell up- and downwind), ``upwind`` the mean ground it passed over: capacity x
     speed-up (on stoss slopes, over ground raised above the upwind ground) x the shadow's
     fade with ``clearance``."""
+    cap = k.capacity
     if step >= k.reach_steps:
-        return 0.0
+        if step > k.reach_steps or k.reach_frac <= 0.0:
+            return 0.0
+        cap *= k.reach_frac  # the last, partial step: ``reach`` metres, not whole cells
     slope = min(0.5 * (ahead - back), k.stoss)
     gain = min(max(1.0 + k.speedup * slope + k.crest * (here - upwind), 0.0), k.max_gain)
     if clearance <= 0.0:
-        return k.capacity * gain
-    return k.capacity * gain * math.exp(-clearance * k.inv_layer)
+        return cap * gain
+    return cap * gain * math.exp(-clearance * k.inv_layer)
 
 
 @njit(cache=True, inline="always")
