@@ -226,9 +226,15 @@ def test_existing_file_keeps_its_permissions(tmp_path):
 
 
 _SLOW_WRITER = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     import numpy as np
     from simcore import fileio
+
+    # a process in a normal session: a test run started in the background ('cmd &' in a
+    # script) hands its children SIGINT ignored, and atomic_write rightly leaves an
+    # ignored signal ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def writer(f):
         f.write(b"x" * 100000)
