@@ -172,7 +172,9 @@ class Terrain:
         return float(self.bedrock.sum() + self.sediment.sum())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        return dict(self.__dict__["_arrays"])
+        """Every terrain array by name, in the order of :func:`fields`."""
+        arrays = self.__dict__["_arrays"]
+        return {name: arrays[name] for name in fields()}
 
     def validate(self) -> None:
         """Check shapes, dtypes, finiteness and ranges; coerce arrays to float64 C order."""
