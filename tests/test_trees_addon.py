@@ -11,16 +11,6 @@ from blender_helpers import add_grid, staged_addon
 te = staged_addon()
 
 
-@pytest.fixture
-def blender():
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    te.register()
-    try:
-        yield bpy
-    finally:
-        te.unregister()
-
-
 def grow_trees(n: int, extent: float):
     """A gentle grid ``extent`` local units wide with ``n`` x ``n`` vertices; trees only."""
     obj = add_grid(bpy, n=n, size=extent, relief=0.0)
