@@ -13,18 +13,11 @@ from blender_helpers import (
     add_grid,
     mesh_state,
     positions,
-    registered_addon,
     same_state,
     staged_addon,
 )
 
 te = staged_addon()
-
-
-@pytest.fixture
-def blender(tmp_path):
-    with registered_addon() as bpy_:
-        yield bpy_
 
 
 def saved_terrain(tmp_path, n=24, name="Dunes"):
