@@ -28,6 +28,18 @@ def terrain(heights, **layers):
     return Terrain.from_heights(np.asarray(heights, dtype=float), world_units=False, **layers)
 
 
+# A descending particle's inertia is a world length (acceleration and friction per step
+# scale with the cell size, docs/hydrology.md): tests of where water gathers on these
+# small terrains give them the presets' 30 m cells, where a step is the article's step.
+# Heights stay in cell units; water volumes scale with the cell volume.
+REF = hydrology.REFERENCE_CELL
+
+
+def terrain_ref(heights):
+    """``heights`` (cell units) on cells of the reference size."""
+    return Terrain.from_heights(np.asarray(heights, dtype=float), REF, world_units=False)
+
+
 def run(t, batches, params=None, seed=1, stats=None):
     params = params or RAIN
     for b in range(batches):
@@ -143,7 +155,8 @@ def two_basins():
 
 def test_upper_lake_stops_at_its_spill_height_and_the_lower_one_fills():
     h = two_basins()
-    t = terrain(h)
+    t = terrain_ref(h)
+    still = STILL.replace(rain_volume=STILL.rain_volume * REF ** 3)
     up = np.unravel_index(np.argmin(np.where(np.arange(48) < 15, h, np.inf)), h.shape)
     down = np.unravel_index(np.argmin(np.where(np.arange(48) >= 24, h, np.inf)), h.shape)
     spill = spill_height(h, up, lambda r, c: c >= 20)
@@ -151,7 +164,7 @@ def test_upper_lake_stops_at_its_spill_height_and_the_lower_one_fills():
     upper = np.zeros(h.shape, bool)
     upper[:, :20] = True
     for _ in range(300):
-        pour(t, STILL, *up, 0.2)
+        pour(t, still, *up, 0.2 * REF ** 3)
         assert surface(t)[upper & (t.pool > 0)].max() <= spill + 1e-9
     lake_up = surface(t)[up]
     assert spill - 0.05 < lake_up <= spill + 1e-9, (lake_up, spill)
@@ -166,7 +179,7 @@ def test_stream_map_is_high_in_the_valley_and_low_on_the_ridges():
     rows, cols = 33, 48
     y = np.abs(np.arange(rows) - 16)[:, None]
     h = 0.3 * np.arange(cols)[None, :] + 0.5 * y  # falls toward x = 0, valley at row 16
-    t = run(terrain(h), 30)
+    t = run(terrain_ref(h), 30, RAIN.replace(rain_volume=RAIN.rain_volume * REF ** 3))
     valley = t.stream[15:18, 3:40].mean()
     ridges = np.concatenate([t.stream[:3, 3:40], t.stream[-3:, 3:40]]).mean()
     assert valley > 0.15

@@ -13,7 +13,9 @@ i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step ap
 Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world height
 drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
 volume, so in the grid's cell units it is divided by ``cell_size^3``. The brush radius is
-a world length (1 to ``MAX_BRUSH_CELLS`` cells). A step digs at most 0.99 x its height
+a world length (1 to ``MAX_BRUSH_CELLS`` cells), and a droplet lays its excess load
+down with the same brush (the article: on the 4 cells around it, which on fine grids
+stacked the load into towers a cell wide). A step digs at most 0.99 x its height
 drop times the brush area (the article: times one cell, which made the dug volume per
 metre shrink with the cell size), and a droplet that fills a pit keeps its speed (the
 article stops it, and finer grids resolve more small pits, so droplets there carried
@@ -33,6 +35,7 @@ from numba import njit, prange
 from ..kernels import (
     exchange,
     next_uniform,
+    put_at,
     put_bilinear_flat,
     rain_cdf,
     start_position,
@@ -160,6 +163,33 @@ def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sed
     return removed
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _deposit_brush(xp, yp, amount, radius, rows, cols, height, bedrock, sediment,
+                   deposited):
+    """Lay ``amount`` (cell³) down around (xp, yp) with the brush's weights 1 - d^2/r^2,
+    normalised over the cells inside the grid: a deposit covers the same world area as
+    the erosion, whatever the cell size. Arrays are 1-D views of the (rows, cols) grids."""
+    inv_r2 = 1.0 / (radius * radius)
+    x0 = max(int(np.floor(xp - radius)) + 1, 0)
+    x1 = min(int(np.floor(xp + radius)), cols - 1)
+    y0 = max(int(np.floor(yp - radius)) + 1, 0)
+    y1 = min(int(np.floor(yp + radius)), rows - 1)
+    total = 0.0
+    for y in range(y0, y1 + 1):
+        for x in range(x0, x1 + 1):
+            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
+    if total <= 0.0:
+        put_bilinear_flat(xp, yp, amount, cols, height, bedrock, sediment, deposited)
+        return
+    scale = amount / total
+    for y in range(y0, y1 + 1):
+        row = np.uint64(y * cols)
+        for x in range(x0, x1 + 1):
+            wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2
+            if wgt > 0.0:
+                put_at(row + np.uint64(x), wgt * scale, height, bedrock, sediment, deposited)
+
+
 @njit(cache=True, error_model="numpy")
 def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedrock, sediment,
                      eroded, deposited, erodibility):
@@ -241,7 +271,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         ds = s - q
         if ds >= 0.0:
             ds *= Kd
-            put_bilinear_flat(xp, yp, ds, cols, height, bedrock, sediment, deposited)
+            _deposit_brush(xp, yp, ds, radius, rows, cols, height, bedrock, sediment,
+                           deposited)
             dh += ds
             s -= ds
         else:

@@ -140,8 +140,9 @@ class HydrologyParams(Params):
     pool depths and sea level are in cell units like the terrain."""
 
     dt: float = param(1.2, 0.01, 1.9, "step", "time step of a descending particle")
-    density: float = param(1.0, 0.01, 100.0, "-", "water density; higher = more inertia",
-                           soft_hi=10.0)
+    density: float = param(1.0, 0.01, 100.0, "-", "water density; higher = more inertia "
+                           "(on 30 m cells; the acceleration per step scales with the "
+                           "cell size)", soft_hi=10.0)
     evaporation: float = param(0.001, 1e-4, 0.5, "1/30 m",
                                "fraction of volume lost per step on 30 m cells (per "
                                "distance: scaled by cell size / 30 m)", soft_hi=0.05)
@@ -150,7 +151,9 @@ class HydrologyParams(Params):
                               "30 m cells (per distance: scaled by cell size / 30 m)")
     min_volume: float = param(0.01, 1e-4, 1.0, "-",
                               "a particle ends below this fraction of its water")
-    friction: float = param(0.05, 0.0, 0.5, "1/step", "speed lost per step")
+    friction: float = param(0.05, 0.0, 0.5, "1/30 m", "speed lost per step on 30 m cells "
+                            "(scaled by cell size / 30 m, like the acceleration: a "
+                            "particle's inertia is a world length)")
     rain_volume: float = param(8000.0, 1e-9, 1e12, "m³",
                                "water one particle brings (world volume); the article's "
                                "is relief / 100 x cell area (about 8000 m³ on 30 m cells "
@@ -165,7 +168,8 @@ class HydrologyParams(Params):
                                  "ignored; 0 = use rain_volume", soft_hi=1000.0)
     drainage: float = param(0.001, 0.0, 1.0, "-",
                             "how fast a draining pool sinks toward its drain, per particle")
-    spill: int = param(5, 1, 100, "times", "descend-flood cycles a particle may do")
+    spill: int = param(20, 1, 100, "times", "descend-flood cycles a particle may do (the "
+                       "article: 5; finer grids pass more small pools)")
     stream_rate: float = param(0.01, 0.0, 1.0, "1/batch",
                                "stream map adaptation rate per batch")
     drain_sediment: float = param(0.1, 0.0, 1.0, "-",
@@ -193,9 +197,14 @@ class HydrologyParams(Params):
 
     def kernel(self, cell_size: float) -> Kernel:
         """The kernels' parameters for a grid of ``cell_size``."""
-        per_step = float(cell_size) / REFERENCE_CELL  # a step is one cell of travel
-        return Kernel(float(self.dt), float(self.density), self.evaporation * per_step,
-                      self.deposition * per_step, float(self.min_volume), float(self.friction),
+        # a step is about one cell of travel, so the time of a step grows with the cell
+        # size: rates per step scale by cell / REFERENCE_CELL, and so do the acceleration
+        # (density) and friction, so the speed in cells a step and the distance a
+        # particle takes to slow down are the same at any resolution
+        per_step = float(cell_size) / REFERENCE_CELL
+        return Kernel(float(self.dt), float(self.density) / per_step,
+                      self.evaporation * per_step, self.deposition * per_step,
+                      float(self.min_volume), float(self.friction) * per_step,
                       self.water(cell_size), self.capacity * self.water(cell_size),
                       float(self.drainage), int(self.spill),
                       float(self.drain_sediment), int(self.max_steps),
