@@ -1,7 +1,8 @@
 """Landforms after every shipped preset (issue 11), measured in world units.
 
 One generated world, 3.84 km square (``upland_terrain``: relief 0.12 x extent), at two
-resolutions: 256^2 cells of 15 m and its 2x2 block mean, 128^2 cells of 30 m. Every
+resolutions: 256^2 cells of 15 m and its 2x2 block mean, 128^2 cells of 30 m; for the
+next halving of the cell size, a 1.92 km world at 7.5 and 15 m cells. Every
 preset in the presets folder runs once on each (cached for the module); the tests check
 bounded hillslopes, resolution independence, distinct presets and exact mass books.
 """
@@ -82,12 +83,37 @@ def test_hillslopes_stay_hillslopes(name, size):
     assert excess == 0.0, f"loose material {excess:.3g} cell units above its talus"
 
 
+@functools.cache
+def small_world(size: int) -> tuple[np.ndarray, float]:
+    """A 1.92 km world at 256^2 cells of 7.5 m, or its 2x2 block mean (15 m cells): the
+    next halving of the cell size after the 30 -> 15 m of ``world``."""
+    heights = upland_terrain(FINE, seed=4, cell_size=FINE_CELL / 2)
+    return (heights, FINE_CELL / 2) if size == FINE else (landforms.block_mean(heights),
+                                                          FINE_CELL)
+
+
+@functools.cache
+def eroded_small(name: str, size: int) -> Terrain:
+    heights, cell = small_world(size)
+    preset = find_preset(name)
+    terrain = Terrain.from_heights(heights, cell)
+    Simulation(terrain, preset.enabled_params(), seed=preset.seed,
+               particles=preset.work(terrain)).run()
+    return terrain
+
+
+@pytest.mark.parametrize("cells", ["30-15m", "15-7.5m"])
 @pytest.mark.parametrize("name", PRESETS)
-def test_the_same_landforms_at_two_resolutions(name):
-    coarse, _ = eroded(name, FINE // 2)
-    fine, _ = eroded(name, FINE)
-    h_coarse, c_coarse = world(FINE // 2)
-    h_fine, c_fine = world(FINE)
+def test_the_same_landforms_at_two_resolutions(name, cells):
+    """The same world at two resolutions: 3.84 km at 128^2 and 256^2 (30 and 15 m
+    cells), and 1.92 km at 128^2 and 256^2 (15 and 7.5 m cells)."""
+    if cells == "30-15m":
+        coarse, _ = eroded(name, FINE // 2)
+        fine, _ = eroded(name, FINE)
+        (h_coarse, c_coarse), (h_fine, c_fine) = world(FINE // 2), world(FINE)
+    else:
+        coarse, fine = eroded_small(name, FINE // 2), eroded_small(name, FINE)
+        (h_coarse, c_coarse), (h_fine, c_fine) = small_world(FINE // 2), small_world(FINE)
     dh_coarse = coarse.world_height() - h_coarse
     dh_fine = fine.world_height() - h_fine
     r = landforms.correlation(dh_coarse, landforms.block_mean(dh_fine))

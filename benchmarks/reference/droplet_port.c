@@ -134,6 +134,33 @@ static inline double erode_brush(const Grid *g, double xp, double yp, double amo
     return removed;
 }
 
+/* lay amount down with the brush's weights 1 - d^2/r^2, normalised over the grid */
+static inline void deposit_brush(const Grid *g, double xp, double yp, double amount,
+                                 double radius)
+{
+    double inv_r2 = 1.0 / (radius * radius);
+    int64_t x0 = (int64_t)floor(xp - radius) + 1, x1 = (int64_t)floor(xp + radius);
+    int64_t y0 = (int64_t)floor(yp - radius) + 1, y1 = (int64_t)floor(yp + radius);
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 > g->cols - 1) x1 = g->cols - 1;
+    if (y1 > g->rows - 1) y1 = g->rows - 1;
+    double total = 0.0;
+    for (int64_t y = y0; y <= y1; ++y)
+        for (int64_t x = x0; x <= x1; ++x)
+            total += fmax_(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0);
+    if (total <= 0.0) {
+        put_bilinear(g, xp, yp, amount);
+        return;
+    }
+    double scale = amount / total;
+    for (int64_t y = y0; y <= y1; ++y)
+        for (int64_t x = x0; x <= x1; ++x) {
+            double wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2;
+            if (wgt > 0.0) put_at(g, y * g->cols + x, wgt * scale);
+        }
+}
+
 /* run one droplet while its row stays in [lo, hi): -1 ended, -2 left the grid,
    else the row it stepped onto outside the band */
 static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng,
@@ -144,6 +171,7 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
     const double Kq = p->Kq, Kw = p->Kw, Kr = p->Kr, Kd = p->Kd, Ki = p->Ki;
     const double min_slope = p->min_slope, Kg = p->Kg, radius = p->radius;
     const double dig_area = p->dig_area;
+    const double inv_area = 0.99 / dig_area;
     const int64_t max_steps = p->max_steps;
     double xp = d->x, yp = d->y, dx = d->dx, dy = d->dy, v = d->v, w = d->w, s = d->s;
     int64_t n = *steps, result = -1;
@@ -205,13 +233,13 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
         double ds = s - q;
         if (ds >= 0.0) {
             ds *= Kd;
-            put_bilinear(g, xp, yp, ds);
-            dh += ds;
+            deposit_brush(g, xp, yp, ds, radius);
+            dh += ds * inv_area;
             s -= ds;
         } else {
             ds = fmin_(-ds * Kr, dh * dig_area);
             double got = erode_brush(g, xp, yp, ds, nh, radius);
-            dh -= got;
+            dh -= got * inv_area;
             s += got;
         }
         v = sqrt(fmax_(v * v + Kg * dh, 0.0));

@@ -49,6 +49,8 @@ STRIP_ROWS = 32
 STREAM_ID = 1  # RNG stream of this process
 #: the brush covers 1 .. this many cells of radius, whatever its world radius
 MAX_BRUSH_CELLS = 8.0
+#: a step digs at most this share of its height drop over the brush's area
+DIG_SHARE = 0.99
 
 # droplet state columns
 X, Y, DX, DY, V, W, S = range(7)
@@ -120,7 +122,7 @@ class DropletParams(Params):
                       Kr=per_step(self.Kr), Kd=per_step(self.Kd), Ki=float(self.Ki ** c),
                       min_slope=float(self.min_slope), Kg=float(2.0 * self.gravity * c),
                       radius=float(self.brush_cells(c)), max_steps=int(self.max_steps(shape)),
-                      dig_area=float(0.99 * self.brush_area(c)))
+                      dig_area=float(DIG_SHARE * self.brush_area(c)))
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -201,6 +203,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     spare numba's negative-index handling on every access)."""
     Kq, Kw, Kr, Kd, Ki, min_slope = p.Kq, p.Kw, p.Kr, p.Kd, p.Ki, p.min_slope
     Kg, radius, max_steps, dig_area = p.Kg, p.radius, p.max_steps, p.dig_area
+    # a brush's volume changes the ground under the droplet by about volume / area
+    inv_area = DIG_SHARE / dig_area
     ucols = np.uint64(cols)
     one = np.uint64(1)
     xp, yp, dx, dy = state[d, X], state[d, Y], state[d, DX], state[d, DY]
@@ -273,13 +277,13 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             ds *= Kd
             _deposit_brush(xp, yp, ds, radius, rows, cols, height, bedrock, sediment,
                            deposited)
-            dh += ds
+            dh += ds * inv_area
             s -= ds
         else:
             ds = min(-ds * Kr, dh * dig_area)  # at most the drop over the brush area
             got = _erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
                                eroded, deposited, erodibility)
-            dh -= got
+            dh -= got * inv_area
             s += got
         v = np.sqrt(max(v * v + Kg * dh, 0.0))
         w *= 1.0 - Kw
