@@ -42,8 +42,9 @@ class _TerrainOperator:
                                  "Stop to keep its result")
             return False
         from . import warmup  # the core is compiled on another thread: wait for it
-        if warmup.status().busy:
-            cls.poll_message_set(warmup.status().text())
+        core = warmup.status()
+        if not core.ready_for(warmup.enabled_processes(context.active_object)):
+            cls.poll_message_set(core.text())
             return False
         return True
 

@@ -49,11 +49,14 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
             row = layout.row(align=True)
             row.operator("terrain.stop", icon='PAUSE')
             layout.label(text="Esc cancels and restores the mesh", icon='INFO')
-        elif warmup.status().busy:
+        elif not warmup.status().ready_for(warmup.enabled_processes(obj)):
             core = warmup.status()
             layout.progress(factor=core.fraction, type='BAR', text=core.text())
             layout.label(text="Erode is offered as soon as it is ready", icon='INFO')
         else:
+            if warmup.status().busy:  # the processes this object uses are ready
+                core = warmup.status()
+                layout.progress(factor=core.fraction, type='BAR', text=core.text())
             if warmup.status().state == warmup.FAILED:
                 wrap_label(layout, warmup.status().text(), icon='ERROR')
             row = layout.row(align=True)

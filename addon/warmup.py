@@ -1,11 +1,13 @@
 """Prepare the simulation core without freezing Blender.
 
-numba compiles each kernel on its first call (25-30 s for all of them with an empty
-cache, about 1 s to load them from the cache). In the UI the add-on starts that work on a
-background thread when it is enabled: each process runs one round on a tiny terrain
-through the public :class:`Simulation` API, so the kernels and signatures compiled are
-the ones a real run uses, whatever the kernels look like inside. The panel shows
-"Preparing the simulation core…" with progress and offers Erode once it is ready.
+numba compiles each kernel on its first call (10-30 s for all of them with an empty
+cache, well under a second to load them from the cache). In the UI the add-on starts that
+work on a background thread when it is enabled: the jobs of simcore/prepare.py run one
+round of each process on a tiny terrain through the public API, so the kernels and
+signatures compiled are the ones a real run uses. The default preset's processes come
+first: Erode is offered for an object as soon as the processes it has enabled (and the
+mesh write-back) are ready, while the rest keeps compiling. The panel shows "Preparing
+the simulation core…" with progress meanwhile.
 
 Scripts and ``blender -b`` never start it (a batch run compiles what it needs on first
 use), and nothing here touches bpy data: the thread only runs numpy/numba code.
@@ -17,9 +19,10 @@ import dataclasses
 import gc
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 IDLE, PREPARING, READY, FAILED = "idle", "preparing", "ready", "failed"
+WRITE_BACK = "write-back"  # simcore.prepare.WRITE_BACK (not imported: numba may be missing)
 THREAD_NAME = "terrain_erosion warm-up"
 
 
@@ -33,6 +36,8 @@ class Status:
     current: str = ""
     seconds: float = 0.0
     error: str = ""
+    #: keys of the jobs done (process names, "write-back", "ridges")
+    ready: frozenset = frozenset()
 
     @property
     def fraction(self) -> float:
@@ -52,6 +57,12 @@ class Status:
             return f"Preparing the simulation core failed: {self.error}"
         return ""
 
+    def ready_for(self, processes: Iterable[str]) -> bool:
+        """Can a run of ``processes`` start without compiling on the caller's thread?"""
+        if self.state in (READY, FAILED, IDLE):  # failed/never started: a run compiles
+            return True
+        return {*processes, WRITE_BACK} <= self.ready
+
 
 _status = Status()
 _lock = threading.Lock()
@@ -68,36 +79,21 @@ def _set(**changes) -> None:
         _status = dataclasses.replace(_status, **changes)
 
 
-def steps() -> list[tuple[str, Callable[[], None]]]:
-    """(label, job) for every piece of the core a run uses, in the order compiled."""
-    import numpy as np
+def enabled_processes(obj) -> list[str]:
+    """Names of the processes ticked in ``obj``'s erosion settings (none for an object
+    without them): what a run on it needs prepared."""
+    from .simcore.simulation import PROCESSES
+    settings = getattr(obj, "terrain_erosion", None)
+    if settings is None:
+        return []
+    return [n for n in PROCESSES if getattr(settings, n).enabled]
 
-    from .simcore.layers import gray_to_rgba, to_vertices
-    from .simcore.noise import fractal_terrain
-    from .simcore.simulation import PROCESSES, Simulation, process_params
-    from .simcore.terrain import Terrain
 
-    heights = fractal_terrain(12, seed=1, relief=4.0)
-
-    def run_process(name: str) -> Callable[[], None]:
-        def job() -> None:
-            params = process_params(name)
-            terrain = Terrain.from_heights(heights.copy(), 1.0)
-            Simulation(terrain, {name: params}, seed=0, particles=1).run_round()
-        return job
-
-    def write_back() -> None:  # what the add-on calls to write mesh attributes
-        values = heights.astype(np.float64)
-        out = np.empty(values.size, np.float32)
-        rgba = np.empty((values.size, 4), np.float32)
-        order = np.arange(values.size, dtype=np.int64)[::-1].copy()
-        for o in (None, order):
-            for dtype in (np.float64, np.float32):  # layers; original heights
-                to_vertices(values.astype(dtype), out, 1.0, o)
-            gray_to_rgba("sediment", values, rgba, o)
-
-    jobs = [(PROCESSES[n].label, run_process(n)) for n in PROCESSES]
-    return jobs + [("Mesh write-back", write_back)]
+def steps() -> list[tuple[str, str, Callable[[], None]]]:
+    """(key, label, job) for every piece of the core, the default preset's first."""
+    from .simcore.formats.presets import find_preset
+    from .simcore.prepare import steps as core_steps
+    return core_steps(first=find_preset("default").params)
 
 
 def _work() -> None:
@@ -116,9 +112,10 @@ def _work() -> None:
                 other.join()
         jobs = steps()
         _set(total=len(jobs))
-        for i, (label, job) in enumerate(jobs):
+        for i, (key, label, job) in enumerate(jobs):
             _set(current=label, done=i)
             job()
+            _set(ready=_status.ready | {key})
         _set(state=READY, done=len(jobs), current="", seconds=time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - shown in the panel; a run would say more
         _set(state=FAILED, error=f"{type(exc).__name__}: {exc}",
@@ -133,7 +130,7 @@ def start() -> bool:
     with _lock:
         if _status.state != IDLE:
             return False
-    _set(state=PREPARING, done=0, total=0, current="", error="")
+    _set(state=PREPARING, done=0, total=0, current="", error="", ready=frozenset())
     _thread = threading.Thread(target=_work, name=THREAD_NAME, daemon=True)
     _thread.start()
     return True
@@ -149,7 +146,7 @@ def wait(timeout: float | None = None) -> Status:
 def reset() -> None:
     """Forget the state (tests); a running thread is waited for first."""
     wait()
-    _set(state=IDLE, done=0, total=0, current="", seconds=0.0, error="")
+    _set(state=IDLE, done=0, total=0, current="", seconds=0.0, error="", ready=frozenset())
 
 
 # -- UI glue: redraw the sidebar while preparing (bpy.app.timers run only in the UI) --------

@@ -1,31 +1,77 @@
-"""First use of the add-on in the bpy module: how long the simulation core takes to get
-ready with an empty numba cache (cold) and a filled one (warm), and how long the main
-thread is blocked meanwhile.
+"""First use: how long the simulation core takes to get ready with an empty numba cache
+(cold) and a filled one (warm).
+
+    python -m benchmarks.bench_warmup [--quick] [--core]
 
 Rows:
-- ``warm-up``: the background warm-up (addon/warmup.py). ``ready_s`` = register to core
-  ready; ``first_step_s`` = to the first finished step of the progress bar;
-  ``worst_gap_ms`` = the longest the main thread waited (a 5 ms sleep loop standing in
-  for Blender's UI) while the core was being prepared; ``erode_s`` = a following Erode
-  (default preset, 64², 3000 particles).
-- ``no warm-up``: Erode on the main thread straight away (what a user got before): its
-  whole duration blocks the UI (``worst_gap_ms``).
-Each case runs in a fresh process with its own NUMBA_CACHE_DIR; "warm" reuses the
-directory the cold run filled.
+- ``core: <step>``: the jobs of simcore/prepare.py (what the add-on's warm-up runs),
+  in the add-on's order, in a fresh Python process with its own empty NUMBA_CACHE_DIR
+  (cold), then again in a new process on the filled directory (warm). Wall and CPU
+  seconds per job; a kernel shared by several processes is compiled by the first job
+  that needs it. The machine is shared, so CPU seconds (this process and its threads)
+  are the steadier figure.
+- ``core: total``: Python start + imports + every job, wall and CPU (the child's
+  ``RUSAGE_CHILDREN``); ``default_ready_s``: up to the end of the default preset's jobs
+  (its processes and the write-back: when the add-on offers Erode for it); ``top``: the
+  functions whose own compile took longest (numba compile events, callees excluded);
+  ``load``: the 1-minute load average before and after.
+- ``add-on: ...`` (bpy module): register, then the background warm-up
+  (addon/warmup.py): ``erode_available_s`` = until Erode can run for the default
+  preset, ``ready_s`` = until the whole core is ready, ``worst_gap_ms`` = the longest
+  the main thread waited meanwhile (a 5 ms sleep loop standing in for Blender's UI),
+  ``erode_s`` = a following Erode (default preset, 64², 3000 particles). Without
+  ``--quick`` also ``no warm-up``: Erode on the main thread straight away, which blocks
+  the UI for its whole duration.
+``--core`` runs the core rows only (about half a minute).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the default preset's processes (the add-on prepares them first)
+DEFAULT_FIRST = ("droplets", "hydrology", "thermal", "trees")
 
-SCRIPT = r"""
+CORE = r"""
+import json, sys, time
+wall0, cpu0 = time.perf_counter(), time.process_time()
+from numba.core import event
+from simcore.prepare import WRITE_BACK, steps
+out = {"import_s": time.perf_counter() - wall0, "import_cpu_s": time.process_time() - cpu0}
+spans, stack = {}, []
+
+class Own(event.Listener):  # compile time per function, its callees' compiles excluded
+    def on_start(self, ev):
+        stack.append([time.perf_counter(), 0.0])
+    def on_end(self, ev):
+        t0, inner = stack.pop()
+        took = time.perf_counter() - t0
+        if stack:
+            stack[-1][1] += took
+        f = ev.data["dispatcher"].py_func
+        key = f"{f.__module__.rsplit('.', 1)[-1]}.{f.__name__}"
+        spans[key] = spans.get(key, 0.0) + took - inner
+
+event.register("numba:compile", Own())
+jobs = []
+for key, label, job in steps(json.loads(sys.argv[1])):
+    w, c = time.perf_counter(), time.process_time()
+    job()
+    jobs.append([key, time.perf_counter() - w, time.process_time() - c])
+out["jobs"] = jobs
+out["top"] = sorted(spans.items(), key=lambda kv: -kv[1])[:6]
+print("RESULT " + json.dumps(out))
+"""
+
+ADDON = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import bpy
@@ -36,21 +82,23 @@ te.register()
 obj = add_grid(bpy, n=64, name="Terrain")
 obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset("default"))
 obj.terrain_erosion.particles = 3000
+bpy.context.view_layer.objects.active = obj
 t_reg = time.perf_counter()
 out = {"register_s": t_reg - t0}
 worst = 0.0
 if sys.argv[1] == "warm-up":
     te.warmup.start()
-    first, last = None, time.perf_counter()
+    available, last = None, time.perf_counter()
     while te.warmup.status().busy:
-        if first is None and te.warmup.status().done >= 1:
-            first = time.perf_counter() - t_reg
+        if available is None and bpy.ops.terrain.erode.poll():
+            available = time.perf_counter() - t_reg
         time.sleep(0.005)
         now = time.perf_counter()
         worst, last = max(worst, now - last - 0.005), now
     st = te.warmup.wait()
     assert st.state == te.warmup.READY, st
-    out.update(ready_s=time.perf_counter() - t_reg, first_step_s=first or 0.0)
+    ready = time.perf_counter() - t_reg
+    out.update(erode_available_s=available or ready, ready_s=ready)
 t1 = time.perf_counter()
 assert bpy.ops.terrain.erode() == {'FINISHED'}
 out["erode_s"] = time.perf_counter() - t1
@@ -61,27 +109,63 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _case(mode: str, cache: Path) -> dict:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
-    run = subprocess.run([sys.executable, "-c", SCRIPT, mode], env=env,
-                         capture_output=True, text=True, cwd=ROOT / "tests")
+def _child(code: str, arg: str, cache: Path, cwd: Path) -> tuple[dict, float, float]:
+    """Run ``code`` in a fresh interpreter; (its RESULT, wall s, CPU s of the child)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", code, arg], env=env, capture_output=True,
+                         text=True, cwd=cwd)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
     if not line:
         raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])
-    return json.loads(line[0][7:])
+    return json.loads(line[0][7:]), wall, cpu
 
 
-def run(quick: bool) -> list[dict]:
+def core_rows() -> list[dict]:
+    load0 = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="te-numba-") as tmp:
+        cold, cold_wall, cold_cpu = _child(CORE, json.dumps(DEFAULT_FIRST), Path(tmp), ROOT)
+        warm, warm_wall, warm_cpu = _child(CORE, json.dumps(DEFAULT_FIRST), Path(tmp), ROOT)
     rows = []
-    for mode in ("warm-up", "no warm-up"):
-        with tempfile.TemporaryDirectory(prefix="te-numba-") as tmp:
-            for cache in ("cold", "warm"):
-                rows.append({"name": f"{mode}, {cache} cache", **_case(mode, Path(tmp))})
-        if quick:
+    for (key, cw, cc), (_, ww, wc) in zip(cold["jobs"], warm["jobs"]):
+        rows.append({"name": f"core: {key}", "cold_s": round(cw, 2), "cold_cpu_s": round(cc, 2),
+                     "warm_s": round(ww, 3), "warm_cpu_s": round(wc, 3)})
+    default = {*DEFAULT_FIRST, "write-back"}
+    jobs_until = 0.0
+    for key, wall, _ in cold["jobs"]:
+        if not default:
             break
+        jobs_until += wall
+        default.discard(key)
+    rows.append({"name": "core: total (new process)", "cold_s": round(cold_wall, 2),
+                 "cold_cpu_s": round(cold_cpu, 2), "warm_s": round(warm_wall, 2),
+                 "warm_cpu_s": round(warm_cpu, 2),
+                 "default_ready_s": round(cold["import_s"] + jobs_until, 2),
+                 "top": ", ".join(f"{k} {v:.1f}" for k, v in cold["top"]),
+                 "load": f"{load0:.1f}->{os.getloadavg()[0]:.1f}"})
     return rows
 
 
+def addon_rows(quick: bool) -> list[dict]:
+    rows = []
+    for mode in ("warm-up",) if quick else ("warm-up", "no warm-up"):
+        with tempfile.TemporaryDirectory(prefix="te-numba-") as tmp:
+            for cache in ("cold", "warm"):
+                result, _, cpu = _child(ADDON, mode, Path(tmp), ROOT / "tests")
+                rows.append({"name": f"add-on: {mode}, {cache} cache", **result,
+                             "cpu_s": round(cpu, 1)})
+    return rows
+
+
+def run(quick: bool, core_only: bool = False) -> list[dict]:
+    rows = core_rows()
+    return rows if core_only else rows + addon_rows(quick)
+
+
 if __name__ == "__main__":
-    for row in run("--quick" in sys.argv):
-        print(row)
+    for row in run("--quick" in sys.argv, "--core" in sys.argv):
+        print(row, flush=True)

@@ -25,7 +25,18 @@ _S11 = np.uint64(11)
 _INV53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
-@njit(cache=True, inline="always")
+def prange_only() -> dict:
+    """``parallel=`` option of kernels whose only parallel part is an explicit
+    ``prange`` loop: array expressions (``a[:] = 0``, ``np.zeros``, reductions) stay
+    plain serial loops instead of becoming parallel regions of their own, each of which
+    numba compiles as a separate function (a cold compile of seconds). A fresh dict per
+    call: numba consumes it."""
+    return {"prange": True, "comprehension": False, "reduction": False,
+            "inplace_binop": False, "setitem": False, "numpy": False, "stencil": False,
+            "fusion": False}
+
+
+@njit(cache=True)
 def mix64(x):
     """splitmix64 finaliser: a well-spread 64-bit hash of ``x`` (uint64)."""
     z = x + _GOLDEN
@@ -34,13 +45,13 @@ def mix64(x):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def stream_state(seed, stream, index):
     """Initial RNG state for particle ``index`` of ``stream`` under ``seed`` (all uint64)."""
     return mix64(mix64(mix64(seed) ^ stream) ^ index)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def next_uniform(state):
     """Advance a splitmix64 state; return (new state, uniform float in [0, 1))."""
     state = state + _GOLDEN
@@ -50,7 +61,7 @@ def next_uniform(state):
     return state, float(z >> _S11) * _INV53
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def transfer(k, from_sed, from_rock, lay, height, bedrock, sediment, eroded, deposited):
     """The one place where material moves between the ground and the masks.
 
@@ -78,7 +89,7 @@ def transfer(k, from_sed, from_rock, lay, height, bedrock, sediment, eroded, dep
     return removed
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
     """At cell ``k`` remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by
     erodibility) and lay ``lay`` >= 0 of sediment down (:func:`transfer`, height
@@ -88,7 +99,7 @@ def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibil
     return transfer(k, from_sed, rock, lay, height, bedrock, sediment, eroded, deposited)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility):
     """Remove up to ``amount`` at (r, c): sediment first, then bedrock scaled by
     erodibility. Updates masks and height; returns the material actually removed."""
@@ -96,20 +107,20 @@ def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility
                     erodibility)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def put_at(k, amount, height, bedrock, sediment, deposited):
     """Lay ``amount`` (>= 0) of sediment down at cell ``k`` (an ``(r, c)`` tuple on 2-D
     grids, a flat index on 1-D views) and record it in the mask (:func:`transfer`)."""
     transfer(k, 0.0, 0.0, amount, height, bedrock, sediment, None, deposited)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def put(r, c, amount, height, bedrock, sediment, deposited):
     """Lay ``amount`` (>= 0) of sediment down at (r, c) and record it in the mask."""
     put_at((r, c), amount, height, bedrock, sediment, deposited)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def put_bilinear(x, y, amount, height, bedrock, sediment, deposited):
     """Spread a deposit over the 4 cells around (x, y) with bilinear weights."""
     xi = int(np.floor(x))
@@ -122,7 +133,7 @@ def put_bilinear(x, y, amount, height, bedrock, sediment, deposited):
     put(yi + 1, xi + 1, amount * fx * fy, height, bedrock, sediment, deposited)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
     """:func:`put_bilinear` on 1-D views of (rows, cols) grids; needs x, y >= 0."""
     xi = int(x)
@@ -139,6 +150,22 @@ def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
 
 
 @njit(cache=True)
+def _first_above(sorted_values, value):
+    """Index of the first element > ``value`` in ascending ``sorted_values`` (its size
+    if none): ``np.searchsorted(..., side="right")``, whose numba version compiles
+    string and complex-number helpers (about 1.5 s on a cold cache)."""
+    lo = 0
+    hi = sorted_values.size
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_values[mid] <= value:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
 def start_position(state, rain_cdf, rows, cols):
     """Random start inside the grid's interior squares: uniform, or weighted by
     ``rain_cdf`` (cumulative weights of the (rows-1)*(cols-1) squares; empty = uniform)."""
@@ -147,7 +174,7 @@ def start_position(state, rain_cdf, rows, cols):
     state, b = next_uniform(state)
     if rain_cdf.size == 0:
         return state, a * (cols - 1), b * (rows - 1)
-    k = np.searchsorted(rain_cdf, u * rain_cdf[-1], side="right")
+    k = _first_above(rain_cdf, u * rain_cdf[-1])
     if k >= rain_cdf.size:
         k = rain_cdf.size - 1
     r = k // (cols - 1)

@@ -106,7 +106,7 @@ class RidgeParams(Params):
 
 # -- random walk kernels ------------------------------------------------------------
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bias_vector(code, r, c, rows, cols):
     """Unit drift (dr, dc) for bias ``code`` at cell (r, c); (0, 0) when none."""
     mr = 0.5 * (rows - 1)
@@ -134,7 +134,7 @@ def _bias_vector(code, r, c, rows, cols):
     return 0.0, 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _step(state, code, strength, r, c, rows, cols):
     """One lattice step: the bias way with probability ``strength`` (axis picked in
     proportion to the drift), else one of the 4 directions."""
@@ -191,7 +191,7 @@ def _stamp(bd, i, j, reach):
                 bd[a, b] = d
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _gauss_pair(state):
     state, u1 = next_uniform(state)
     state, u2 = next_uniform(state)
@@ -343,7 +343,7 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
     return n, walker, lost, ring
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _emit(occ, qx, qy, qp, m, r, c, p):
     qx[m] = c
     qy[m] = r

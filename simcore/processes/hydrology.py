@@ -237,7 +237,7 @@ def _scratch(terrain: Terrain) -> tuple[np.ndarray, ...]:
 
 # ---------------------------------------------------------------------------- kernels
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _settle(r, c, amount, height, bedrock, sediment, deposited, pool):
     """Lay sediment down at (r, c); in a pool it displaces water (the surface stays)."""
     if amount > 0.0:
@@ -279,7 +279,7 @@ def mark_ocean(sea_level, height, pool, ocean, stack):
     return count
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _push(keys, cells, top, key, cell):
     """Push (key, cell) on the binary min-heap held in keys/cells[:top]; returns top."""
     j = top
@@ -295,7 +295,7 @@ def _push(keys, cells, top, key, cell):
     return top + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _pop(keys, cells, top):
     """Remove the heap's lowest entry; returns (key, cell, new top)."""
     key = keys[0]
@@ -320,7 +320,7 @@ def _pop(keys, cells, top):
     return key, cell, top
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _next_gen(stamp, gen):
     """A new stamp value: every cell counts as unvisited again, in O(1)."""
     g = gen[0] + 1
@@ -573,7 +573,7 @@ def _flood(r0, c0, volume, sed, k, height, bedrock, sediment, deposited, pool, o
     return _DRAINED, rest, sed, dr, dc, visited
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _is_pit(j, hf, pf, rows, cols):
     """No 8-neighbour of flat cell ``j`` has a lower surface (ground + pool)."""
     r = j // cols

@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from ..kernels import exchange, put_at, transfer
+from ..kernels import exchange, prange_only, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -111,7 +111,7 @@ def _kernel_params(p: ThermalParams, cell: float) -> tuple[_Kernel, int]:
                    p.soil_depth / cell, p.settling, creep / sub), sub
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _critical(rock, erodibility):
     """Critical rock slope (cell units per cell) of a cell: ``tan(rock_angle)`` divided
     by its erodibility (at most 1), so hard rock stands steeper and erodibility 0 never
@@ -122,7 +122,7 @@ def _critical(rock, erodibility):
     return rock / e if e > 0.0 else math.inf
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _creep_factor(drop, dist, talus):
     """Nonlinear creep weight towards a neighbour ``drop`` lower at ``dist`` cells:
     isotropic 9-point stencil weight x S / (1 - (S/Sc)^2) capped, times dist (so that
@@ -134,7 +134,7 @@ def _creep_factor(drop, dist, talus):
     return w * f
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
+@njit(cache=True, parallel=prange_only(), error_model="numpy")
 def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_share,
           creep_share, row_excess):
     """Weather and work out what every cell sends: ``talus_share`` (per unit of talus
@@ -185,7 +185,7 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
         row_excess[r] = worst
 
 
-@njit(cache=True, parallel=True, error_model="numpy")
+@njit(cache=True, parallel=prange_only(), error_model="numpy")
 def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep_share,
              new_height):
     """Apply one sweep: every cell loses what it sent and gains its share of what each

@@ -113,7 +113,9 @@ def _fits(r, c, k, height, pool, stream):
 def _push(trees, n, x, y, size):
     if n == trees.shape[0]:
         bigger = np.empty((2 * trees.shape[0] + 16, 3))
-        bigger[:n] = trees[:n]
+        for i in range(n):  # plain loops: numba's array-to-array slice assignment
+            for j in range(3):  # costs seconds of cold compile (bench_warmup)
+                bigger[i, j] = trees[i, j]
         trees = bigger
     trees[n, 0] = x
     trees[n, 1] = y
@@ -170,7 +172,9 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
     rows, cols = height.shape
     n = trees_in.shape[0]
     trees = np.empty((n + 16, 3))
-    trees[:n] = trees_in
+    for i in range(n):
+        for j in range(3):
+            trees[i, j] = trees_in[i, j]
     reach = k.spread_radius
     for cycle in range(count):
         st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + cycle))
@@ -198,7 +202,8 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
             c = int(np.floor(trees[i, 0] + 0.5))
             if pool[r, c] > 0.0 or stream[r, c] > k.max_stream or u < k.death_chance:
                 continue
-            trees[kept] = trees[i]
+            for j in range(3):
+                trees[kept, j] = trees[i, j]
             kept += 1
         n = kept
         root_density(trees, n, k.root_radius, vegetation)

@@ -256,7 +256,7 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
     return moves
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _target(k, back, here, ahead, upwind, clearance, step):
     """Load the wind can carry over ground ``here`` between ``back`` and ``ahead`` (one
     cell up- and downwind), ``upwind`` the mean ground it passed over: capacity x
@@ -274,7 +274,7 @@ def _target(k, back, here, ahead, upwind, clearance, step):
     return cap * gain * math.exp(-clearance * k.inv_layer)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _cell(x, y, rows, cols, wrap):
     """Flat index of the cell under (x, y) in cells; -1 off the map (without wrap)."""
     if x < 0.0 or y < 0.0 or x >= cols or y >= rows:
@@ -314,7 +314,7 @@ def _start(st, k, rows, cols):
     return min(a * cols, cols - 1e-9), min(b * rows, rows - 1e-9), vx, vy
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded, deposited,
            erodibility):
     """Close ``gap`` (capacity - load, already scaled by the rate) at flat cell ``i``:
@@ -334,7 +334,7 @@ def _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded, deposi
     return load
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _steep(i, rows, cols, crit, offsets, height):
     """True if flat cell ``i`` might rest steeper than ``crit`` (per neighbour) against a
     neighbour: an edge cell, or an interior one with such a pair."""
