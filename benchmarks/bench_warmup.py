@@ -88,10 +88,12 @@ out = {"register_s": t_reg - t0}
 worst = 0.0
 if sys.argv[1] == "warm-up":
     te.warmup.start()
+    wanted = te.warmup.enabled_processes(obj)
     available, last = None, time.perf_counter()
     while te.warmup.status().busy:
-        if available is None and bpy.ops.terrain.erode.poll():
+        if available is None and te.warmup.status().ready_for(wanted):
             available = time.perf_counter() - t_reg
+            assert bpy.ops.terrain.erode.poll(), "Erode is offered"
         time.sleep(0.005)
         now = time.perf_counter()
         worst, last = max(worst, now - last - 0.005), now
