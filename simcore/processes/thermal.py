@@ -63,6 +63,11 @@ TOLERANCE = 0.005
 _CREEP_CAP = 4.0  # largest nonlinear creep factor 1 / (1 - (S/Sc)^2)
 _CREEP_STABLE = 0.03  # largest creep coefficient per sub-step (cells^2): with the
 # factor capped at 4 and stencil weights summing to 10/3, a cell sends at most 0.4 of a drop
+#: most creep sub-steps per pass. Creep in cells² grows as 1 / cell², so on a grid of
+#: centimetre cells a preset tuned for 30 m cells asked for ~800k sweeps a pass (Erode on
+#: Blender's default 2 m grid never finished); beyond this many (cells under ~3.7 m
+#: with creep 25 m²) a pass creeps only 64 x the stable amount
+MAX_CREEP_SUBSTEPS = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,10 +110,10 @@ class _Kernel(NamedTuple):
 def _kernel_params(p: ThermalParams, cell: float) -> tuple[_Kernel, int]:
     """Cell-unit constants for the first sweep of a pass and its creep sub-steps."""
     creep = p.creep / (cell * cell)
-    sub = max(1, math.ceil(creep / _CREEP_STABLE)) if creep > 0 else 1
+    sub = min(max(1, math.ceil(creep / _CREEP_STABLE)), MAX_CREEP_SUBSTEPS) if creep > 0 else 1
     rock = math.tan(math.radians(p.rock_angle)) if p.rock_angle < 90.0 else math.inf
     return _Kernel(math.tan(math.radians(p.talus_angle)), rock, p.weathering / cell,
-                   p.soil_depth / cell, p.settling, creep / sub), sub
+                   p.soil_depth / cell, p.settling, min(creep / sub, _CREEP_STABLE)), sub
 
 
 @njit(cache=True, error_model="numpy")
