@@ -103,9 +103,9 @@ static inline void put_bilinear(const Grid *g, double x, double y, double amount
     put_at(g, k + g->cols + 1, amount * fx * fy);
 }
 
-/* weights 1 - d^2/r^2 normalised over the cells inside the grid, never below floor */
-static inline double erode_brush(const Grid *g, double xp, double yp, double amount,
-                                 double floor_h, double radius)
+/* the brush's cell box inside the grid, 1/r^2 and the sum of its weights */
+static inline double brush(const Grid *g, double xp, double yp, double radius, int64_t *x0p,
+                           int64_t *x1p, int64_t *y0p, int64_t *y1p, double *inv_r2p)
 {
     double inv_r2 = 1.0 / (radius * radius);
     int64_t x0 = (int64_t)floor(xp - radius) + 1, x1 = (int64_t)floor(xp + radius);
@@ -118,6 +118,17 @@ static inline double erode_brush(const Grid *g, double xp, double yp, double amo
     for (int64_t y = y0; y <= y1; ++y)
         for (int64_t x = x0; x <= x1; ++x)
             total += fmax_(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0);
+    *x0p = x0; *x1p = x1; *y0p = y0; *y1p = y1; *inv_r2p = inv_r2;
+    return total;
+}
+
+/* weights 1 - d^2/r^2 normalised over the cells inside the grid, never below floor */
+static inline double erode_brush(const Grid *g, double xp, double yp, double amount,
+                                 double floor_h, double radius)
+{
+    double inv_r2;
+    int64_t x0, x1, y0, y1;
+    double total = brush(g, xp, yp, radius, &x0, &x1, &y0, &y1, &inv_r2);
     double removed = 0.0;
     if (total <= 0.0) return removed;
     double scale = amount / total;
@@ -138,17 +149,9 @@ static inline double erode_brush(const Grid *g, double xp, double yp, double amo
 static inline void deposit_brush(const Grid *g, double xp, double yp, double amount,
                                  double radius)
 {
-    double inv_r2 = 1.0 / (radius * radius);
-    int64_t x0 = (int64_t)floor(xp - radius) + 1, x1 = (int64_t)floor(xp + radius);
-    int64_t y0 = (int64_t)floor(yp - radius) + 1, y1 = (int64_t)floor(yp + radius);
-    if (x0 < 0) x0 = 0;
-    if (y0 < 0) y0 = 0;
-    if (x1 > g->cols - 1) x1 = g->cols - 1;
-    if (y1 > g->rows - 1) y1 = g->rows - 1;
-    double total = 0.0;
-    for (int64_t y = y0; y <= y1; ++y)
-        for (int64_t x = x0; x <= x1; ++x)
-            total += fmax_(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0);
+    double inv_r2;
+    int64_t x0, x1, y0, y1;
+    double total = brush(g, xp, yp, radius, &x0, &x1, &y0, &y1, &inv_r2);
     if (total <= 0.0) {
         put_bilinear(g, xp, yp, amount);
         return;

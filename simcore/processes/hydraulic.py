@@ -134,12 +134,9 @@ def strip_margin(brush_radius: float) -> int:
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sediment,
-                 eroded, deposited, erodibility):
-    """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
-    cells inside the grid, never taking a cell below ``floor`` (the next height on the
-    path: no pits, no runaway at outlets). Returns what was actually removed (hard
-    bedrock and the floor give less). Arrays are 1-D views of the (rows, cols) grids."""
+def _brush(xp, yp, radius, rows, cols):
+    """The brush around (xp, yp): its cell box inside the grid (x0, x1, y0, y1), 1/r^2
+    and the sum of its weights ``max(1 - d^2/r^2, 0)`` over the box."""
     inv_r2 = 1.0 / (radius * radius)
     x0 = max(int(np.floor(xp - radius)) + 1, 0)
     x1 = min(int(np.floor(xp + radius)), cols - 1)
@@ -149,6 +146,17 @@ def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sed
     for y in range(y0, y1 + 1):
         for x in range(x0, x1 + 1):
             total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
+    return x0, x1, y0, y1, inv_r2, total
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sediment,
+                 eroded, deposited, erodibility):
+    """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
+    cells inside the grid, never taking a cell below ``floor`` (the next height on the
+    path: no pits, no runaway at outlets). Returns what was actually removed (hard
+    bedrock and the floor give less). Arrays are 1-D views of the (rows, cols) grids."""
+    x0, x1, y0, y1, inv_r2, total = _brush(xp, yp, radius, rows, cols)
     removed = 0.0
     if total <= 0.0:
         return removed
@@ -172,15 +180,7 @@ def _deposit_brush(xp, yp, amount, radius, rows, cols, height, bedrock, sediment
     """Lay ``amount`` (cell³) down around (xp, yp) with the brush's weights 1 - d^2/r^2,
     normalised over the cells inside the grid: a deposit covers the same world area as
     the erosion, whatever the cell size. Arrays are 1-D views of the (rows, cols) grids."""
-    inv_r2 = 1.0 / (radius * radius)
-    x0 = max(int(np.floor(xp - radius)) + 1, 0)
-    x1 = min(int(np.floor(xp + radius)), cols - 1)
-    y0 = max(int(np.floor(yp - radius)) + 1, 0)
-    y1 = min(int(np.floor(yp + radius)), rows - 1)
-    total = 0.0
-    for y in range(y0, y1 + 1):
-        for x in range(x0, x1 + 1):
-            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
+    x0, x1, y0, y1, inv_r2, total = _brush(xp, yp, radius, rows, cols)
     if total <= 0.0:
         put_bilinear_flat(xp, yp, amount, cols, height, bedrock, sediment, deposited)
         return
