@@ -112,3 +112,19 @@ def test_thread_safe_npz_reader_refuses_damage(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises((StateFileError, zipfile.BadZipFile)):
         read_npz_arrays(path)
+
+
+def test_every_benchmark_module_gives_build_bench_its_rows():
+    """``python build.py bench`` calls ``run(quick)`` of every benchmarks/bench_*.py
+    (bench_landforms had none, so the whole table stopped there)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    modules = sorted(p for p in root.glob("bench_*.py"))
+    assert modules
+    for path in modules:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
+        assert runs, f"{path.name} has no run(quick)"
+        assert [a.arg for a in runs[0].args.args][:1] == ["quick"], path.name
