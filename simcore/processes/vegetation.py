@@ -109,13 +109,20 @@ def _fits(r, c, k, height, pool, stream):
         _steepness(height, pool, r, c) <= k.max_steepness
 
 
+@njit(cache=True)
+def _copy_row(dst, a, src, b):
+    """``dst[a] = src[b]`` for (x, y, size) tree rows, as a plain loop: numba's
+    array-to-array slice assignment costs seconds of cold compile (bench_warmup)."""
+    for j in range(3):
+        dst[a, j] = src[b, j]
+
+
 @njit(cache=True, error_model="numpy")
 def _push(trees, n, x, y, size):
     if n == trees.shape[0]:
         bigger = np.empty((2 * trees.shape[0] + 16, 3))
-        for i in range(n):  # plain loops: numba's array-to-array slice assignment
-            for j in range(3):  # costs seconds of cold compile (bench_warmup)
-                bigger[i, j] = trees[i, j]
+        for i in range(n):
+            _copy_row(bigger, i, trees, i)
         trees = bigger
     trees[n, 0] = x
     trees[n, 1] = y
@@ -173,8 +180,7 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
     n = trees_in.shape[0]
     trees = np.empty((n + 16, 3))
     for i in range(n):
-        for j in range(3):
-            trees[i, j] = trees_in[i, j]
+        _copy_row(trees, i, trees_in, i)
     reach = k.spread_radius
     for cycle in range(count):
         st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + cycle))
@@ -202,8 +208,7 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
             c = int(np.floor(trees[i, 0] + 0.5))
             if pool[r, c] > 0.0 or stream[r, c] > k.max_stream or u < k.death_chance:
                 continue
-            for j in range(3):
-                trees[kept, j] = trees[i, j]
+            _copy_row(trees, kept, trees, i)
             kept += 1
         n = kept
         root_density(trees, n, k.root_radius, vegetation)
