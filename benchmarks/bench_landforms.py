@@ -60,6 +60,16 @@ def erode(heights: np.ndarray, cell: float, name: str) -> tuple[Terrain, float]:
     return terrain, time.perf_counter() - t0
 
 
+def compare(dh_coarse: np.ndarray, c_coarse: float, dh_fine: np.ndarray, c_fine: float
+            ) -> tuple[float, float]:
+    """Height-change correlation after block-averaging the finer change, and the eroded
+    volume of the fine grid over the coarse one's (world units cubed)."""
+    r = landforms.correlation(dh_coarse, landforms.block_mean(dh_fine))
+    vol_c = float(np.maximum(-dh_coarse, 0).sum() * c_coarse ** 2)
+    vol_f = float(np.maximum(-dh_fine, 0).sum() * c_fine ** 2)
+    return r, (vol_f / vol_c if vol_c else float("nan"))
+
+
 def fmt(stats: dict[str, float]) -> str:
     return (f"{stats['p50']:5.1f} {stats['p99']:5.1f} {stats['pct45']:5.1f} "
             f"{stats['peaks']:5.1f}")
@@ -101,16 +111,14 @@ def main() -> int:
         print("resolution: preset, coarse vs fine, dh correlation, eroded volume ratio")
         for name in names:
             dh = {}
-            vol = {}
             for s in sizes:
                 h, c = worlds[s]
                 terrain, _ = erode(h, c, name)
                 dh[s] = terrain.world_height() - h
-                vol[s] = float(np.maximum(-dh[s], 0).sum() * c * c)
             for a, b in zip(sizes, sizes[1:], strict=False):
-                r = landforms.correlation(dh[a], landforms.block_mean(dh[b]))
+                r, ratio = compare(dh[a], worlds[a][1], dh[b], worlds[b][1])
                 print(f"  {name:18s} {a}^2 vs {b}^2  r = {r:5.2f}  volume {b}/{a} = "
-                      f"{vol[b] / vol[a] if vol[a] else float('nan'):5.2f}", flush=True)
+                      f"{ratio:5.2f}", flush=True)
     return 0
 
 
@@ -135,12 +143,10 @@ def run(quick: bool) -> list[dict]:
     coarse_h, coarse_c = landforms.block_mean(fine_h), 2 * fine_c
     fine, _ = erode(fine_h, fine_c, "default")
     coarse, _ = erode(coarse_h, coarse_c, "default")
-    dh_f, dh_c = fine.world_height() - fine_h, coarse.world_height() - coarse_h
+    r, ratio = compare(coarse.world_height() - coarse_h, coarse_c,
+                       fine.world_height() - fine_h, fine_c)
     rows.append({"name": f"default {size // 2}² vs {size}², {coarse_c:g} vs {fine_c:g} m",
-                 "r": round(landforms.correlation(dh_c, landforms.block_mean(dh_f)), 3),
-                 "eroded_fine_over_coarse": round(
-                     float(np.maximum(-dh_f, 0).sum() * fine_c ** 2
-                           / (np.maximum(-dh_c, 0).sum() * coarse_c ** 2)), 3)})
+                 "r": round(r, 3), "eroded_fine_over_coarse": round(ratio, 3)})
     return rows
 
 
