@@ -28,7 +28,7 @@
 typedef struct { /* simcore.hydraulic.Kernel, in that order */
     double Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius;
     int64_t max_steps;
-    double dig_area;
+    double dig_area, deposit_reach;
 } Kernel;
 
 typedef struct {
@@ -145,23 +145,38 @@ static inline double erode_brush(const Grid *g, double xp, double yp, double amo
     return removed;
 }
 
-/* lay amount down with the brush's weights 1 - d^2/r^2, normalised over the grid */
-static inline void deposit_brush(const Grid *g, double xp, double yp, double amount,
-                                 double radius)
+/* the 1-D tent max(1 - |i - p|/reach, 0) over cells 0 .. n-1: first, last cell, sum */
+static inline double tent(double p, double reach, int64_t n, int64_t *i0p, int64_t *i1p,
+                          double *invp)
 {
-    double inv_r2;
-    int64_t x0, x1, y0, y1;
-    double total = brush(g, xp, yp, radius, &x0, &x1, &y0, &y1, &inv_r2);
-    if (total <= 0.0) {
+    int64_t i0 = (int64_t)floor(p - reach) + 1, i1 = (int64_t)floor(p + reach);
+    if (i0 < 0) i0 = 0;
+    if (i1 > n - 1) i1 = n - 1;
+    double inv = 1.0 / reach, total = 0.0;
+    for (int64_t i = i0; i <= i1; ++i) total += fmax_(1.0 - fabs(i - p) * inv, 0.0);
+    *i0p = i0; *i1p = i1; *invp = inv;
+    return total;
+}
+
+/* lay amount down with the separable tent (1 - |dx|/reach)(1 - |dy|/reach), normalised
+   over the grid; at reach 1 the article's bilinear deposit */
+static inline void deposit_tent(const Grid *g, double xp, double yp, double amount,
+                                double reach)
+{
+    if (reach <= 1.0) { /* the same weights, without the loops */
         put_bilinear(g, xp, yp, amount);
         return;
     }
-    double scale = amount / total;
-    for (int64_t y = y0; y <= y1; ++y)
-        for (int64_t x = x0; x <= x1; ++x) {
-            double wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2;
-            if (wgt > 0.0) put_at(g, y * g->cols + x, wgt * scale);
-        }
+    int64_t x0, x1, y0, y1;
+    double inv, inv_y;
+    double sx = tent(xp, reach, g->cols, &x0, &x1, &inv);
+    double sy = tent(yp, reach, g->rows, &y0, &y1, &inv_y);
+    double scale = amount / (sx * sy);
+    for (int64_t y = y0; y <= y1; ++y) {
+        double wy = fmax_(1.0 - fabs(y - yp) * inv, 0.0) * scale;
+        for (int64_t x = x0; x <= x1; ++x)
+            put_at(g, y * g->cols + x, fmax_(1.0 - fabs(x - xp) * inv, 0.0) * wy);
+    }
 }
 
 /* run one droplet while its row stays in [lo, hi): -1 ended, -2 left the grid,
@@ -173,6 +188,7 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
     const int64_t cols = g->cols, rows = g->rows;
     const double Kq = p->Kq, Kw = p->Kw, Kr = p->Kr, Kd = p->Kd, Ki = p->Ki;
     const double min_slope = p->min_slope, Kg = p->Kg, radius = p->radius;
+    const double reach = p->deposit_reach;
     const double dig_area = p->dig_area;
     const double inv_area = 0.99 / dig_area;
     const int64_t max_steps = p->max_steps;
@@ -236,7 +252,7 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
         double ds = s - q;
         if (ds >= 0.0) {
             ds *= Kd;
-            deposit_brush(g, xp, yp, ds, radius);
+            deposit_tent(g, xp, yp, ds, reach);
             dh += ds * inv_area;
             s -= ds;
         } else {

@@ -14,13 +14,13 @@ Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world 
 drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
 volume, so in the grid's cell units it is divided by ``cell_size^3``. The brush radius is
 a world length (1 to ``MAX_BRUSH_CELLS`` cells), and a droplet lays its excess load
-down with the same brush (the article: on the 4 cells around it, which on fine grids
-stacked the load into towers a cell wide). A step digs at most 0.99 x its height
-drop times the brush area (the article: times one cell, which made the dug volume per
-metre shrink with the cell size), and a droplet that fills a pit keeps its speed (the
-article stops it, and finer grids resolve more small pits, so droplets there carried
-less). Otherwise, at a cell size of 1 every number is what the
-seed article uses.
+down over a tent half that wide, and at least a cell (the article: always the 4 cells
+around it, which on fine grids stacked the load into towers a cell wide). A step digs
+at most 0.99 x its height drop times the brush area (the article: times one cell,
+which made the dug volume per metre shrink with the cell size), and a droplet that
+fills a pit keeps its speed (the article stops it, and finer grids resolve more small
+pits, so droplets there carried less). Otherwise, at a cell size of 1 every number is
+what the seed article uses.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ STRIP_ROWS = 32
 STREAM_ID = 1  # RNG stream of this process
 #: the brush covers 1 .. this many cells of radius, whatever its world radius
 MAX_BRUSH_CELLS = 8.0
+#: the deposit's tent reaches this share of the brush radius (docs/hillslopes.md)
+DEPOSIT_SHARE = 0.5
 #: a step digs at most this share of its height drop over the brush's area
 DIG_SHARE = 0.99
 
@@ -70,6 +72,7 @@ class Kernel(NamedTuple):
     radius: float  # brush radius, cells
     max_steps: int  # steps before a droplet lays its load down
     dig_area: float  # a step digs at most the drop × this area (cells)
+    deposit_reach: float  # half-width of the deposit's tent, cells (>= 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +115,12 @@ class DropletParams(Params):
         not depend on the cell size."""
         return max(0.5 * math.pi * self.brush_cells(cell_size) ** 2, 1.0)
 
+    def deposit_cells(self, cell_size: float = 1.0) -> float:
+        """Half-width (cells) of the tent a droplet lays its load down with: half the
+        brush radius, a world length, and at least one cell (the article's bilinear
+        deposit)."""
+        return min(max(DEPOSIT_SHARE * self.brush_radius / cell_size, 1.0), MAX_BRUSH_CELLS)
+
     def kernel(self, shape: tuple[int, int], cell_size: float = 1.0) -> Kernel:
         """Per-step kernel constants in cell units for a grid of ``cell_size``."""
         c = float(cell_size)
@@ -123,7 +132,8 @@ class DropletParams(Params):
                       Kr=per_step(self.Kr), Kd=per_step(self.Kd), Ki=float(self.Ki ** c),
                       min_slope=float(self.min_slope), Kg=float(2.0 * self.gravity * c),
                       radius=float(self.brush_cells(c)), max_steps=int(self.max_steps(shape)),
-                      dig_area=float(DIG_SHARE * self.brush_area(c)))
+                      dig_area=float(DIG_SHARE * self.brush_area(c)),
+                      deposit_reach=float(self.deposit_cells(c)))
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -175,22 +185,38 @@ def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sed
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _deposit_brush(xp, yp, amount, radius, rows, cols, height, bedrock, sediment,
-                   deposited):
-    """Lay ``amount`` (cell³) down around (xp, yp) with the brush's weights 1 - d^2/r^2,
-    normalised over the cells inside the grid: a deposit covers the same world area as
-    the erosion, whatever the cell size. Arrays are 1-D views of the (rows, cols) grids."""
-    x0, x1, y0, y1, inv_r2, total = _brush(xp, yp, radius, rows, cols)
-    if total <= 0.0:
+def _tent(p, reach, n):
+    """First cell, last cell and weight sum of the 1-D tent ``max(1 - |i - p| / reach,
+    0)`` over cells 0 .. n-1 (reach >= 1 cell)."""
+    i0 = max(int(np.floor(p - reach)) + 1, 0)
+    i1 = min(int(np.floor(p + reach)), n - 1)
+    inv = 1.0 / reach
+    total = 0.0
+    for i in range(i0, i1 + 1):
+        total += max(1.0 - abs(i - p) * inv, 0.0)
+    return i0, i1, inv, total
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _deposit_tent(xp, yp, amount, reach, rows, cols, height, bedrock, sediment, deposited):
+    """Lay ``amount`` (cell³) down around (xp, yp) with the separable tent weights
+    ``(1 - |dx|/reach)(1 - |dy|/reach)``, normalised over the cells inside the grid.
+    ``reach`` is a world length in cells (at least 1): at 1 cell this is the article's
+    bilinear deposit on the 4 cells around the droplet; on finer grids the load still
+    covers the same world area instead of stacking into towers a cell wide. Arrays are
+    1-D views of the (rows, cols) grids."""
+    if reach <= 1.0:  # the same weights, without the loops
         put_bilinear_flat(xp, yp, amount, cols, height, bedrock, sediment, deposited)
         return
-    scale = amount / total
+    x0, x1, inv, sx = _tent(xp, reach, cols)
+    y0, y1, _, sy = _tent(yp, reach, rows)
+    scale = amount / (sx * sy)
     for y in range(y0, y1 + 1):
+        wy = max(1.0 - abs(y - yp) * inv, 0.0) * scale
         row = np.uint64(y * cols)
         for x in range(x0, x1 + 1):
-            wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2
-            if wgt > 0.0:
-                put_at(row + np.uint64(x), wgt * scale, height, bedrock, sediment, deposited)
+            wgt = max(1.0 - abs(x - xp) * inv, 0.0) * wy
+            put_at(row + np.uint64(x), wgt, height, bedrock, sediment, deposited)
 
 
 @njit(cache=True, error_model="numpy")
@@ -204,6 +230,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     spare numba's negative-index handling on every access)."""
     Kq, Kw, Kr, Kd, Ki, min_slope = p.Kq, p.Kw, p.Kr, p.Kd, p.Ki, p.min_slope
     Kg, radius, max_steps, dig_area = p.Kg, p.radius, p.max_steps, p.dig_area
+    reach = p.deposit_reach
     # a brush's volume changes the ground under the droplet by about volume / area
     inv_area = DIG_SHARE / dig_area
     ucols = np.uint64(cols)
@@ -276,8 +303,8 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         ds = s - q
         if ds >= 0.0:
             ds *= Kd
-            _deposit_brush(xp, yp, ds, radius, rows, cols, height, bedrock, sediment,
-                           deposited)
+            _deposit_tent(xp, yp, ds, reach, rows, cols, height, bedrock, sediment,
+                          deposited)
             dh += ds * inv_area
             s -= ds
         else:
