@@ -243,7 +243,8 @@ def test_trees_take_root_only_where_seeding_allows():
     h = np.zeros((40, 40))
     seeding = np.zeros(h.shape)
     seeding[:, 20:] = 1.0
-    params = process_params("trees").replace(spawn_tries=20, spread_chance=0.2)
+    params = process_params("trees").replace(spawn_tries=20, spread_chance=0.2,
+                                                 spread_distance=4.0, root_distance=2.0)
     t = Terrain.from_heights(h, world_units=False, tree_seeding=seeding)
     Simulation(t, {"trees": params}, seed=3, particles=200).run()
     assert len(t.trees) > 30

@@ -12,7 +12,9 @@ from simcore.processes.vegetation import TreeParams
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
-LUSH = TreeParams(spawn_tries=20, spread_chance=0.2)
+#: the article's distances (4 and 2 cells) on these toy terrains' 1-unit cells
+CELLS = {"spread_distance": 4.0, "root_distance": 2.0}
+LUSH = TreeParams(spawn_tries=20, spread_chance=0.2, **CELLS)
 
 
 def terrain(heights, **layers):
@@ -68,7 +70,8 @@ def test_trees_never_stand_in_pools_or_on_strong_streams_or_cliffs():
 def test_trees_die_by_chance():
     t = grow(terrain(np.zeros((24, 24))), 40)
     many = len(t.trees)
-    vegetation.run_batch(t, TreeParams(spawn_tries=0, spread_chance=0.0, death_chance=0.2),
+    vegetation.run_batch(t, TreeParams(spawn_tries=0, spread_chance=0.0, death_chance=0.2,
+                                                **CELLS),
                          1, 100, 10)
     assert 0 < len(t.trees) < 0.3 * many
 
@@ -91,7 +94,7 @@ def test_simulation_with_hydrology_keeps_trees_out_of_pools(hills):
 def test_vegetation_reduces_erosion(hills):
     bare = terrain(hills)
     forest = grow(terrain(hills), 150, TreeParams(spawn_tries=50, spread_chance=0.3,
-                                                  max_steepness=1.0))
+                                                  max_steepness=1.0, **CELLS))
     assert forest.vegetation.mean() > 0.5
     p = HydrologyParams(batch=250, rain_volume=0.2)
     for t in (bare, forest):
@@ -135,3 +138,25 @@ def test_random_terrains_give_valid_trees(h, seed, cycles):
     assert np.all((t.vegetation >= 0) & (t.vegetation <= 1))
     if len(t.trees):
         assert np.isfinite(t.trees).all()
+
+
+def test_a_forest_has_the_same_trees_per_area_at_any_cell_size():
+    """The same 1.92 km world at 30, 15 and 7.5 m cells, default distances (metres):
+    as many trees per km² and as much forest cover while it grows and once full. With
+    the distances in cells (the legacy parameters) a halving of the cell size gave 3-4x
+    the trees per km²."""
+    params = TreeParams(spawn_tries=20, spread_chance=0.2)
+    for cycles in (15, 120):
+        density, cover = [], []
+        for cell in (30.0, 15.0, 7.5):
+            n = int(1920 / cell)
+            u = Terrain.from_heights(np.zeros((n, n)), cell)
+            vegetation.run_batch(u, params, 1, 0, cycles)
+            density.append(len(u.trees) / 1.92 ** 2)
+            cover.append((u.vegetation > 0.5).mean())
+        assert max(density) <= 1.25 * min(density), (cycles, density)
+        assert max(cover) - min(cover) <= 0.1, (cycles, cover)
+    legacy = TreeParams(spawn_tries=20, spread_chance=0.2, root_radius=2.0, spread_radius=4)
+    assert legacy.root_cells(7.5) == 2.0 and legacy.spread_cells(7.5) == 4
+    assert params.root_cells(30.0) == 2.0 and params.spread_cells(30.0) == 4
+    assert params.root_cells(7.5) == 8.0 and params.spread_cells(7.5) == 16

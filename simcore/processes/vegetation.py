@@ -9,6 +9,12 @@ density is rebuilt: every tree adds ``size * (1 - d / root_radius)`` around itse
 clamped to 1, into ``terrain.vegetation``; hydrology's deposition rate is multiplied by
 ``1 - vegetation``, so roots hold the soil.
 
+Distances are world lengths (``spread_distance``, ``root_distance``, metres), so a
+forest has the same trees per km² at any cell size; the defaults (120 m, 60 m) are the
+article's 4 and 2 cells on the generator's 30 m cells. ``spread_radius`` and
+``root_radius`` are the older parameters in cells: above 0 (as saved by earlier
+versions) they still win. ``spawn_tries`` is per cycle over the whole map.
+
 Trees are state: ``terrain.trees`` rows are (x = column, y = row, size), cell units.
 ``size`` is 0..1 of a full-grown tree; ``tree_height`` (world units, metres) is how tall
 a tree of size 1 is drawn, so the same preset gives the same trees at any cell size
@@ -32,6 +38,10 @@ from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 6
+#: a seedling lands at most this many cells from its parent, whatever the world distance
+MAX_SPREAD_CELLS = 64
+#: roots reach at most this many cells (a tree's root density costs radius² per cycle)
+MAX_ROOT_CELLS = 16.0
 
 
 class TreeKernel(NamedTuple):
@@ -58,7 +68,11 @@ class TreeParams(Params):
                              "random cells tried for a new tree each cycle", soft_hi=100)
     spread_chance: float = param(0.02, 0.0, 1.0, "1/cycle",
                                  "chance a tree seeds a new one nearby each cycle")
-    spread_radius: int = param(4, 1, 64, "cells", "how far from its parent a seedling lands")
+    spread_distance: float = param(120.0, 0.0, 100_000.0, "m",
+                                   "how far from its parent a seedling lands (world units)",
+                                   soft_hi=2000.0)
+    spread_radius: int = param(0, 0, 64, "cells",
+                               "legacy, in cells: when above 0 it replaces spread_distance")
     death_chance: float = param(0.001, 0.0, 1.0, "1/cycle", "random death chance per cycle")
     max_stream: float = param(0.2, 0.0, 1.0, "-",
                               "no tree takes root, and trees die, above this stream value")
@@ -69,7 +83,11 @@ class TreeParams(Params):
     max_size: float = param(1.0, 0.0, 1.0, "-", "size a tree grows toward")
     growth_rate: float = param(0.05, 0.0, 1.0, "1/cycle",
                                "fraction of the remaining growth done per cycle")
-    root_radius: float = param(2.0, 0.5, 16.0, "cells", "radius of a tree's root density")
+    root_distance: float = param(60.0, 0.0, 100_000.0, "m",
+                                 "radius of a tree's root density (world units)",
+                                 soft_hi=1000.0)
+    root_radius: float = param(0.0, 0.0, 16.0, "cells",
+                               "legacy, in cells: when above 0 it replaces root_distance")
     tree_height: float = param(20.0, 0.01, 150.0, "m",
                                "height of a full-grown tree (size 1) in world units: trees "
                                "are drawn size x tree_height tall at any cell size",
@@ -78,14 +96,26 @@ class TreeParams(Params):
                            soft_hi=1_000_000)
     batch: int = param(1, 1, 100_000, "cycles", "growth cycles per batch", soft_hi=100)
 
-    def kernel(self) -> TreeKernel:
-        """The kernels' parameters, by name (a named tuple the njit kernels read;
-        ``tree_height`` is for drawing only and not in it)."""
+    def spread_cells(self, cell_size: float = 1.0) -> int:
+        """How far a seedling lands, in cells (1 .. MAX_SPREAD_CELLS)."""
+        if self.spread_radius > 0:
+            return int(self.spread_radius)
+        return int(min(max(round(self.spread_distance / cell_size), 1), MAX_SPREAD_CELLS))
+
+    def root_cells(self, cell_size: float = 1.0) -> float:
+        """Root radius in cells (0.5 .. MAX_ROOT_CELLS)."""
+        if self.root_radius > 0:
+            return float(max(self.root_radius, 0.5))
+        return float(min(max(self.root_distance / cell_size, 0.5), MAX_ROOT_CELLS))
+
+    def kernel(self, cell_size: float = 1.0) -> TreeKernel:
+        """The kernels' parameters, by name, on a grid of ``cell_size`` world units (a
+        named tuple the njit kernels read; ``tree_height`` is for drawing only)."""
         return TreeKernel(int(self.spawn_tries), float(self.spread_chance),
-                          int(self.spread_radius), float(self.death_chance),
+                          self.spread_cells(cell_size), float(self.death_chance),
                           float(self.max_stream), float(self.max_steepness),
                           float(self.start_size), float(self.max_size),
-                          float(self.growth_rate), float(self.root_radius),
+                          float(self.growth_rate), self.root_cells(cell_size),
                           int(self.max_trees))
 
 
@@ -226,7 +256,7 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
         height = terrain.height()
     trees = np.ascontiguousarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
     terrain.trees = _run_cycles(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                                params.kernel(), trees, height, terrain.pool,
+                                params.kernel(terrain.cell_size), trees, height, terrain.pool,
                                 terrain.stream, terrain.vegetation, terrain.tree_seeding)
     return int(terrain.trees.shape[0])
 
