@@ -3,6 +3,7 @@ start -> tick(budget)... -> finish() or cancel(). No events, no timers here."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import bpy
@@ -30,6 +31,73 @@ def _produced(processes) -> list[str]:
             if out in gridio.FLOAT_LAYERS and out not in names:
                 names.append(out)
     return names
+
+
+class _Runner:
+    """Rounds on a background thread, so the viewport keeps drawing and Esc is seen
+    while a round runs (a round of the default preset takes seconds at 512²; the
+    kernels release the GIL). The main thread touches the terrain only while the
+    worker is parked between rounds (:meth:`parked`) or has ended, so a write-back
+    never sees half a round. Rounds are the same as on the main thread, so the result
+    is bit-identical."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._want = threading.Event()  # the main thread wants the terrain
+        self._parked = threading.Event()  # the worker waits between rounds
+        self._resume = threading.Event()
+        self.thread = threading.Thread(target=self._work, name=RUNNER_THREAD, daemon=True)
+        _runners.add(self)
+        self.thread.start()
+
+    def _work(self) -> None:
+        try:
+            while not self._stop.is_set() and self.sim.rounds_done < self.sim.target_rounds:
+                if self._want.is_set():
+                    self._parked.set()
+                    self._resume.wait()
+                    self._resume.clear()
+                    self._parked.clear()
+                    continue
+                self.sim.run_round()
+        except BaseException as exc:  # handed to the main thread by the next tick
+            self.error = exc
+        finally:
+            _runners.discard(self)
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def parked(self) -> bool:
+        """Ask the worker to wait after its round; True once it does (or has ended):
+        then the terrain is the main thread's until :meth:`release`."""
+        self._want.set()
+        return self._parked.is_set() or not self.thread.is_alive()
+
+    def release(self) -> None:
+        self._want.clear()
+        self._resume.set()
+
+    def halt(self) -> None:
+        """Stop after the current round and wait for it (at most one round)."""
+        self._stop.set()
+        self._resume.set()
+        self.thread.join()
+
+
+#: the name of a live run's worker thread
+RUNNER_THREAD = "terrain_erosion run"
+#: workers still running (loading a file or disabling the add-on halts them)
+_runners: set[_Runner] = set()
+
+
+def halt_all_runs() -> None:
+    """Stop every live run's worker (a file is loaded, the add-on is disabled)."""
+    for runner in list(_runners):
+        runner.halt()
 
 
 class ErosionJob:
@@ -85,6 +153,7 @@ class ErosionJob:
         self.started = time.perf_counter()
         self.last_write = self.started
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
+        self._runner: _Runner | None = None
 
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
@@ -162,15 +231,51 @@ class ErosionJob:
         return kept
 
     # -- running -------------------------------------------------------------------
-    def tick(self, budget: float) -> Progress:
-        """Advance about ``budget`` seconds; write the mesh when due or done."""
-        self.object()  # cheap checks every tick; the vertices before each write
-        progress = self.sim.advance(budget)
-        now = time.perf_counter()
-        if progress.done or now - self.last_write >= self.live_update:
-            self.write(self.object(vertices=True))
-            self.last_write = now
-        return progress
+    def tick(self, budget: float, background: bool = False) -> Progress:
+        """Advance about ``budget`` seconds; write the mesh when due or done. With
+        ``background`` the rounds run on a worker thread (started by the first tick)
+        and a tick only checks the object, hands over errors and writes between two
+        rounds: it returns at once whatever the grid size."""
+        try:
+            self.object()  # cheap checks every tick; the vertices before each write
+            if not background:
+                progress = self.sim.advance(budget)
+                if progress.done or time.perf_counter() - self.last_write >= self.live_update:
+                    self.write(self.object(vertices=True))
+                    self.last_write = time.perf_counter()
+                return progress
+            return self._background_tick()
+        except BaseException:
+            self.halt()
+            raise
+
+    def _background_tick(self) -> Progress:
+        runner = self._runner
+        if runner is None:
+            runner = self._runner = _Runner(self.sim)
+        if runner.error is not None:
+            raise runner.error
+        progress = self.sim.progress()
+        if progress.done:
+            runner.halt()
+            if runner.error is not None:
+                raise runner.error
+            if self.rounds_written != self.sim.rounds_done:
+                self.write(self.object(vertices=True))
+            return progress
+        if time.perf_counter() - self.last_write >= self.live_update and runner.parked():
+            try:
+                if self.rounds_written != self.sim.rounds_done:
+                    self.write(self.object(vertices=True))
+                self.last_write = time.perf_counter()
+            finally:
+                runner.release()
+        return self.sim.progress()
+
+    def halt(self) -> None:
+        """Stop the background worker, if any, after its current round."""
+        if self._runner is not None:
+            self._runner.halt()
 
     def run(self, report=None, every: float = 1.0) -> Progress:
         """Synchronous run to the end (scripts, background mode)."""
@@ -210,6 +315,7 @@ class ErosionJob:
 
     def finish(self) -> None:
         """Keep the result: final write and the bookkeeping that lets a run resume."""
+        self.halt()
         obj = self.object(vertices=True)
         self.write(obj)
         s = obj.terrain_erosion
@@ -224,6 +330,7 @@ class ErosionJob:
     def cancel(self) -> str | None:
         """Put the mesh and its trees and water objects back exactly as they were
         before the run. Returns None, or a sentence saying what could not be restored."""
+        self.halt()
         obj = self.find_object()
         if obj is None or obj.type != 'MESH':
             return None

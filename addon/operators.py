@@ -10,7 +10,12 @@ import bpy
 
 from . import grid as gridio
 from . import presets_ui
-from .job import ErosionJob, JobEnded, reset_to_original  # noqa: F401 (JobEnded: API)
+from .job import (  # noqa: F401 (JobEnded: API)
+    ErosionJob,
+    JobEnded,
+    halt_all_runs,
+    reset_to_original,
+)
 from .simcore.errors import UserError
 from .simcore.formats.presets import delete_preset, load_preset, save_preset
 
@@ -113,7 +118,8 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
             return {'RUNNING_MODAL'}  # no undo in the middle of a run
         if event.type != 'TIMER' or event.timer is not self._timer:
             return {'PASS_THROUGH'}
-        return self._end_or_continue(context, tick(self._job, _runtime(context)))
+        return self._end_or_continue(context, tick(self._job, _runtime(context),
+                                                   background=True))
 
     def _end_or_continue(self, context, state: str):
         if state == "running":
@@ -157,13 +163,14 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         return {'FINISHED'}
 
 
-def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET) -> str:
+def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, background: bool = False) -> str:
     """One timer tick: 'running', 'done', 'stop' (Stop pressed) or 'ended' (the object
-    went away; rt.status says why). Plain code so tests can drive it."""
+    went away; rt.status says why). Plain code so tests can drive it. ``background``:
+    the rounds run on a worker thread (the modal Erode), the tick returns at once."""
     if rt.stop_requested:
         return "stop"
     try:
-        progress = job.tick(budget)
+        progress = job.tick(budget, background)
     except JobEnded as exc:
         rt.status = str(exc)
         return "ended"
@@ -346,7 +353,8 @@ classes = (TERRAIN_OT_erode, TERRAIN_OT_stop, TERRAIN_OT_step, TERRAIN_OT_reset,
 @bpy.app.handlers.persistent
 def _forget_run_on_load(*_args) -> None:
     """Loading a file ends a live run (Blender drops its modal handler and timer): make
-    sure the UI does not stay in the 'running' state."""
+    sure the UI does not stay in the 'running' state and no worker runs on."""
+    halt_all_runs()
     wm = bpy.context.window_manager
     rt = getattr(wm, "terrain_erosion", None) if wm is not None else None
     if rt is not None and rt.running:
@@ -362,6 +370,7 @@ def register() -> None:
 
 
 def unregister() -> None:
+    halt_all_runs()
     for handlers in (bpy.app.handlers.load_pre, bpy.app.handlers.load_post):
         while _forget_run_on_load in handlers:
             handlers.remove(_forget_run_on_load)

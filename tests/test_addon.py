@@ -3,6 +3,7 @@ undo, save/reload."""
 
 from __future__ import annotations
 
+import time
 import types
 
 import bpy
@@ -492,7 +493,13 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     job.live_update = 0.0
     op = _fake_operator(job)
     ctx = _FakeContext(rt)
-    assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'RUNNING_MODAL'}
+    # the rounds run on a worker thread: timer ticks return at once and write the mesh
+    # between two rounds
+    for _ in range(5000):
+        assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'RUNNING_MODAL'}
+        if job.rounds_written > 0:
+            break
+        time.sleep(0.002)
     assert not same_state(before, mesh_state(obj.data)) and 0 < rt.progress < 1
     assert "Esc cancel" in ctx.status_texts[-1]
     assert op.modal(ctx, _event('TIMER', timer=object())) == {'PASS_THROUGH'}, "other timers"
@@ -505,7 +512,11 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     rt.running = True
     job = te.job.ErosionJob(obj)
     op, ctx = _fake_operator(job), _FakeContext(rt)
-    op.modal(ctx, _event('TIMER', timer=op._timer))
+    op.modal(ctx, _event('TIMER', timer=op._timer))  # starts the worker
+    for _ in range(5000):
+        if job.sim.rounds_done > 0:
+            break
+        time.sleep(0.002)
     assert op.modal(ctx, _event('RET')) == {'FINISHED'}
     assert not same_state(before, mesh_state(obj.data)), "Enter keeps the result"
     assert obj.terrain_erosion.rounds_done == job.sim.rounds_done > 0
@@ -518,9 +529,10 @@ def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
     obj.terrain_erosion.particles = 20000  # 10 rounds: several ticks
     op, ctx = _fake_operator(te.job.ErosionJob(obj)), _FakeContext(rt)
     result, ticks = {'RUNNING_MODAL'}, 0
-    while result == {'RUNNING_MODAL'} and ticks < 1000:
+    while result == {'RUNNING_MODAL'} and ticks < 20000:
         result = op.modal(ctx, _event('TIMER', timer=op._timer))
         ticks += 1
+        time.sleep(0.002)  # the operator's timer; the rounds run on the worker
     assert result == {'FINISHED'} and not rt.running
     assert obj.terrain_erosion.rounds_done == 10
     rt.running = True

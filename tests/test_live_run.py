@@ -346,3 +346,60 @@ def test_batch_arguments_fuzzed(blender, capsys):
     run()
     print(f"\nbatch fuzz outcomes: {outcomes[0]} valid, {outcomes[2]} user error")
     assert outcomes[0] and outcomes[2]
+
+
+# -- rounds on a worker thread (the modal Erode) ------------------------------------------
+def _runner_threads():
+    import threading
+    return [t for t in threading.enumerate() if t.name == te.job.RUNNER_THREAD]
+
+
+def _background_until(job, rt, stop=lambda: False, limit=20000):
+    """Tick like the modal operator (rounds on the worker) until not running or
+    ``stop()``; returns the last state and how many ticks saw the worker alive."""
+    import time
+    seen = 0
+    for _ in range(limit):
+        state = te.operators.tick(job, rt, budget=0.0, background=True)
+        seen += bool(_runner_threads())
+        if state != "running" or stop():
+            return state, seen
+        time.sleep(0.002)
+    raise AssertionError("the background run did not finish")
+
+
+def test_a_background_run_gives_the_same_terrain_as_a_synchronous_one(blender):
+    objs = [add_grid(bpy, n=32, size=4.0, relief=1.0, name=n) for n in ("Sync", "Live")]
+    for o in objs:
+        o.terrain_erosion.particles = 20000
+    te.job.ErosionJob(objs[0]).run()
+    job, rt = te.job.ErosionJob(objs[1]), _rt()
+    job.live_update = 0.0
+    state, seen = _background_until(job, rt)
+    assert state == "done" and seen > 0, "the rounds ran on the worker thread"
+    job.finish()
+    assert not _runner_threads(), "the worker ended with the run"
+    assert np.array_equal(positions(objs[0].data), positions(objs[1].data))
+    assert objs[0].terrain_erosion.rounds_done == objs[1].terrain_erosion.rounds_done > 0
+
+
+def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
+    obj = add_grid(bpy, n=32, size=4.0, relief=1.0)
+    before = mesh_state(obj.data)
+    obj.terrain_erosion.particles = 400000
+    job, rt = te.job.ErosionJob(obj), _rt()
+    job.live_update = 0.0
+    state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
+    assert state == "running" and _runner_threads()
+    assert not same_state(before, mesh_state(obj.data)), "written between rounds"
+    assert job.cancel() is None
+    assert not _runner_threads()
+    assert same_state(before, mesh_state(obj.data)), "Esc puts the mesh back exactly"
+
+    job, rt = te.job.ErosionJob(obj), _rt()
+    job.live_update = 0.0
+    state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
+    obj.name = "Renamed"
+    assert te.operators.tick(job, rt, budget=0.0, background=True) == "ended"
+    assert "renamed" in rt.status and not _runner_threads()
+    _resumes_from_kept(obj, job)

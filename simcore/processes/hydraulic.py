@@ -325,7 +325,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     return result
 
 
-@njit(cache=True, parallel=prange_only(), error_model="numpy")
+@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, eroded,
                deposited, erodibility):
     """Run droplets ``first .. first+count-1``; returns (material carried off the grid,

@@ -245,7 +245,7 @@ def _settle(r, c, amount, height, bedrock, sediment, deposited, pool):
         pool[r, c] = max(pool[r, c] - amount, 0.0)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def mark_ocean(sea_level, height, pool, ocean, stack):
     """Mark cells below ``sea_level`` connected (8-neighbour) to a map edge as ocean and
     fill them to sea level in the pool map. Returns the number of ocean cells."""
@@ -453,7 +453,7 @@ def _bottom(i, open_edges, hf, pf, oceanf, rows, cols):
     return i, walked
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _drain_lakes(open_edges, height, pool, ocean, scratch, max_passes=16):
     """Lower every lake that stands above an outlet (a neighbour with a lower surface,
     or with ``open_edges`` a wet map-edge cell) to the outlet's surface, until none
@@ -725,7 +725,7 @@ def _flat(height, bedrock, sediment, eroded, deposited, erodibility, pool, strea
             vegetation.reshape(n))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _run_batch(seed, first, count, k, cdf, height, bedrock, sediment, eroded, deposited,
                erodibility, pool, stream, vegetation, track, ocean, scratch, stats):
     rows, cols = height.shape
@@ -742,7 +742,7 @@ def _run_batch(seed, first, count, k, cdf, height, bedrock, sediment, eroded, de
     return lost
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _adapt_stream(stream, track, rate):
     """``stream = clip((1 - rate) * stream + rate * track, 0, 1)`` in one pass (the same
     operations as the numpy form, without its temporaries and slow clip)."""

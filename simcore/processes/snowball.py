@@ -84,7 +84,7 @@ class SnowballParams(Params):
                        float(self.iteration_scale), float(self.min_slope))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, deposited,
                erodibility):
     """Roll snowballs ``first .. first+count-1`` (``p``: a :class:`_Kernel`); returns

@@ -142,7 +142,7 @@ def _creep_factor(drop, dist, talus):
     return w * f
 
 
-@njit(cache=True, parallel=prange_only(), error_model="numpy")
+@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
 def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_share,
           creep_share, row_excess):
     """Weather and work out what every cell sends: ``talus_share`` (per unit of talus
@@ -193,7 +193,7 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
         row_excess[r] = worst
 
 
-@njit(cache=True, parallel=prange_only(), error_model="numpy")
+@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
 def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep_share,
              new_height):
     """Apply one sweep: every cell loses what it sent and gains its share of what each
@@ -228,7 +228,7 @@ def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep
                      eroded, deposited)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
     """One relaxation sweep in descending height order (``order``: flat indices), each
     cell seeing its higher neighbours' updates, so a slide runs down a whole slope in

@@ -203,7 +203,7 @@ def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation, seeding):
     return st, trees, n
 
 
-@njit(cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy")
 def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetation,
                 seeding):
     rows, cols = height.shape

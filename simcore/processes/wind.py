@@ -394,7 +394,7 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
     return 0.0, step
 
 
-@njit(cache=True)
+@njit(nogil=True, cache=True)
 def _run_batch(seed, first, count, k, height, bedrock, sediment, eroded, deposited,
                erodibility, wind, rows, cols):
     """Fly particles ``first .. first+count-1``, then update the contact map; returns
