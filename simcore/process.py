@@ -40,6 +40,11 @@ class Process:
     writes: tuple[str, ...] = ("bedrock", "sediment", "eroded", "deposited")
     #: arrays this process adds to the terrain model
     fields: tuple[Field, ...] = ()
+    #: for processes whose work is a pass over the grid, not particles (thermal):
+    #: ``per_rain(params, share) -> params`` gives the params of a pass when a round
+    #: brings ``share`` x the reference rain per area (simulation.REFERENCE_AREA), so
+    #: a pass does as much per unit of rain on any map extent; None: params as given
+    per_rain: Callable[[Params, float], Params] | None = None
 
     @property
     def moves_water(self) -> bool:

@@ -52,6 +52,25 @@ class Progress:
         return self.particles >= self.target_particles
 
 
+#: a round of a preset rains its particles over the map, so on a bigger map a round is
+#: less rain per area. Grid passes (thermal's creep and weathering) are tuned per round
+#: on maps of this area, (3.84 km)² (the generated test world, world units²); on bigger
+#: maps a pass does less, as the rain of a round is spread thinner.
+REFERENCE_AREA = 3840.0 ** 2
+#: limits of the rain share: maps smaller than REFERENCE_AREA keep one reference pass
+#: a round (tiny Blender grids in local units), and a map 16x the area gets 1/16
+RAIN_SHARE_LIMITS = (1.0 / 16.0, 1.0)
+
+
+def rain_share(terrain: Terrain) -> float:
+    """How much rain per area a round brings relative to a round on REFERENCE_AREA:
+    REFERENCE_AREA / the map's area, within RAIN_SHARE_LIMITS."""
+    rows, cols = terrain.shape
+    area = rows * cols * terrain.cell_size ** 2
+    lo, hi = RAIN_SHARE_LIMITS
+    return float(min(max(REFERENCE_AREA / area, lo), hi)) if area > 0 else hi
+
+
 class Simulation:
     """Drives the enabled processes over one :class:`Terrain`, in place.
 
@@ -81,6 +100,13 @@ class Simulation:
         self.seconds = 0.0
         self._height = terrain.height()
         self._cdf = rain_cdf(terrain.rain)
+        #: rain a round brings per area, in units of a round on REFERENCE_AREA
+        self.rain_share = rain_share(terrain)
+        #: the params each process runs with (grid passes scaled by the rain per area)
+        self._run_params = {
+            n: (PROCESSES[n].per_rain(p, self.rain_share)
+                if PROCESSES[n].per_rain is not None else p)
+            for n, p in self.processes.items()}
         #: material put back by the protect mask (cell units x cells): the mass budget is
         #: total_material() + outflow - protect_held == the starting total
         self.protect_held = 0.0
@@ -100,7 +126,7 @@ class Simulation:
     def run_round(self) -> None:
         """One batch of every enabled process."""
         r = self.rounds_done
-        for name, params in self.processes.items():
+        for name, params in self._run_params.items():
             batch = int(params.batch)  # type: ignore[attr-defined]
             held = protect_begin(self.terrain)  # masks: the protect map
             surface = self._water_surface(name)

@@ -263,3 +263,30 @@ def test_creep_on_centimetre_cells_stays_a_bounded_number_of_sweeps():
     updates = run_batch(t, params, 1, 0, 1)
     assert updates <= (MAX_CREEP_SUBSTEPS + params.relax_sweeps) * n * n
     assert np.ptp(t.height()) < relief0, "creep still smooths"
+
+
+def test_creep_per_unit_of_rain_does_not_depend_on_the_map_extent():
+    """A round rains its particles over the whole map, so a map twice as wide needs 4x
+    the rounds for the same rain per area; a thermal pass then creeps a quarter as much
+    (simulation.rain_share). The same hills as a 3.84 km map and inside a 7.68 km one
+    (its mirror images around it, which a no-flux edge cannot tell apart) creep alike;
+    with one full pass a round the wider map crept 4x as much."""
+    from simcore.simulation import REFERENCE_AREA, rain_share
+
+    cell, n = 60.0, 64
+    y, x = np.mgrid[0:n, 0:n] * cell
+    tile = 300.0 + 200.0 * np.sin(x / 500.0) * np.cos(y / 700.0)
+    wide = np.block([[tile, tile[:, ::-1]], [tile[::-1], tile[::-1, ::-1]]])
+    params = {"thermal": ThermalParams(creep=2000.0, weathering=0.0)}
+    per_area = 8 / REFERENCE_AREA  # 8 rounds on the 3.84 km map
+    change = []
+    for h in (tile, wide):
+        t = Terrain.from_heights(h, cell)
+        Simulation(t, params, particles=round(per_area * h.size * cell ** 2)).run()
+        change.append(t.world_height()[:n, :n] - tile)
+    assert np.abs(change[0]).max() > 1.0, "the hills crept (metres)"
+    assert np.corrcoef(change[0].ravel(), change[1].ravel())[0, 1] > 0.95
+    ratio = np.abs(change[1]).sum() / np.abs(change[0]).sum()
+    assert 0.8 < ratio < 1.25, ratio
+    assert rain_share(Terrain.from_heights(tile, cell)) == 1.0
+    assert rain_share(Terrain.from_heights(wide, cell)) == 0.25

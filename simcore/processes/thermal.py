@@ -328,8 +328,17 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
 
 
 # last of the processes that move ground, so every round ends with bounded slopes
+def per_rain(params: ThermalParams, share: float) -> ThermalParams:
+    """A pass's params when a round brings ``share`` x the reference rain per area:
+    creep and weathering (rates per pass) scale with it; the angles are limits and
+    hold after every pass whatever the rain."""
+    if share == 1.0:
+        return params
+    return params.replace(creep=params.creep * share, weathering=params.weathering * share)
+
+
 PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"))
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain)
