@@ -90,6 +90,8 @@ def main(argv: list[str]) -> int:
             job = ErosionJob(obj, work)
             print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
                   f"{job.sim.target_particles} particles, seed {job.sim.seed}", flush=True)
+            for text in job.advice:
+                print(f"terrain_erosion: note: {text}", flush=True)
             progress = job.run(lambda p: print(
                 f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
             print(f"terrain_erosion: done, {progress.particles} particles in "

@@ -147,6 +147,8 @@ class ErosionJob:
         work = (settings.work(g.rows, g.cols, g.cell_size) if particles is None
                 else particles)  # rain per area x the grid's area, else Particles
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
+        #: what this grid cannot show (dunes smaller than its cells...): reported at start
+        self.advice = self.sim.advice()
         #: rounds whose result is on the mesh (what Stop or an edit keeps)
         self.rounds_written = rounds
         self.start_rounds = rounds

@@ -69,10 +69,13 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
 
     def _make_job(self, context) -> ErosionJob | None:
         try:
-            return ErosionJob(context.active_object, self.particles or None)
+            job = ErosionJob(context.active_object, self.particles or None)
         except USER_ERRORS as exc:
             self.report({'ERROR'}, str(exc))
             return None
+        for text in job.advice:  # the run goes ahead; the user learns why it may look off
+            self.report({'WARNING'}, text[:1].upper() + text[1:])
+        return job
 
     def execute(self, context):
         job = self._make_job(context)

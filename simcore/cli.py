@@ -177,6 +177,8 @@ def cmd_erode(args: argparse.Namespace) -> int:
         print(f"eroding {rows}x{cols} with preset '{preset.name}' "
               f"({', '.join(sim.processes)}), {sim.target_particles} particles, "
               f"seed {preset.seed}", file=sys.stderr)
+        for text in sim.advice():
+            print(f"note: {text}", file=sys.stderr)
     sim.run(report, report_every=1.0)
     meta = sim.metadata()
     meta["preset"] = preset.name

@@ -45,6 +45,10 @@ class Process:
     #: brings ``share`` x the reference rain per area (simulation.REFERENCE_AREA), so
     #: a pass does as much per unit of rain on any map extent; None: params as given
     per_rain: Callable[[Params, float], Params] | None = None
+    #: ``advice(params, cell_size) -> sentence or None``: what the user should know when
+    #: this grid cannot show what the params make (dunes smaller than a few cells);
+    #: the CLI prints it, the add-on reports it when a run starts
+    advice: Callable[[Params, float], str | None] | None = None
 
     @property
     def moves_water(self) -> bool:

@@ -111,6 +111,16 @@ class Simulation:
         #: total_material() + outflow - protect_held == the starting total
         self.protect_held = 0.0
 
+    def advice(self) -> list[str]:
+        """Sentences for the user about what this grid cannot show (Process.advice)."""
+        out = []
+        for name, params in self._run_params.items():
+            advise = PROCESSES[name].advice
+            text = advise(params, self.terrain.cell_size) if advise is not None else None
+            if text:
+                out.append(text)
+        return out
+
     @property
     def particles_done(self) -> int:
         return (self.rounds_done - self.start_rounds) * self.per_round

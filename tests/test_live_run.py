@@ -403,3 +403,13 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
     assert te.operators.tick(job, rt, budget=0.0, background=True) == "ended"
     assert "renamed" in rt.status and not _runner_threads()
     _resumes_from_kept(obj, job)
+
+
+def test_a_run_names_what_its_grid_cannot_show(blender):
+    obj = add_grid(bpy, n=32, size=2.0)  # 6.5 cm cells
+    s = obj.terrain_erosion
+    s.apply_preset(te.simcore.formats.presets.find_preset("default"))
+    job = te.job.ErosionJob(obj)
+    assert [t for t in job.advice if t.startswith("thermal: creep 25")], job.advice
+    s.thermal.creep = 0.0
+    assert te.job.ErosionJob(obj).advice == []

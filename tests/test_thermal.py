@@ -290,3 +290,11 @@ def test_creep_per_unit_of_rain_does_not_depend_on_the_map_extent():
     assert 0.8 < ratio < 1.25, ratio
     assert rain_share(Terrain.from_heights(tile, cell)) == 1.0
     assert rain_share(Terrain.from_heights(wide, cell)) == 0.25
+
+
+def test_creep_meant_for_coarser_cells_is_named_when_a_pass_cannot_do_it():
+    from simcore.processes import thermal
+    params = ThermalParams(creep=25.0)
+    assert thermal.advice(params, 30.0) is None and thermal.advice(params, 4.0) is None
+    text = thermal.advice(params, 0.05)  # Blender's small grids: 5 cm cells
+    assert text is not None and "creep 25" in text and "0%" not in text

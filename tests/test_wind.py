@@ -330,3 +330,22 @@ def test_random_terrains_and_parameters_keep_mass_and_never_give_nan(
     assert abs((total0 - t.total_material()) - t.outflow) < tol
     if params.wrap:
         assert t.outflow == 0.0
+
+
+def test_the_wind_says_when_the_cells_are_too_coarse_for_its_dunes(tmp_path, capsys):
+    """Dunes of the desert preset are ~30 m apart (10 saturation lengths, see the
+    resolution test): 1 and 2 m cells show them; on 30 m cells the user is told why
+    there are none, by the CLI (and the add-on, at the start of a run)."""
+    from simcore.cli import main
+    from simcore.formats.presets import find_preset
+    params = find_preset("desert_dunes").params["wind"]
+    assert wind.advice(params, 1.0) is None and wind.advice(params, 2.0) is None
+    text = wind.advice(params, 30.0)
+    assert "30 m apart" in text and "sand sheets" in text
+    coarse = Terrain.from_heights(np.zeros((16, 16)), 30.0)
+    assert Simulation(coarse, {"wind": params}, particles=10).advice() == [text]
+    h = tmp_path / "h.npy"
+    np.save(h, np.zeros((16, 16)))
+    assert main(["erode", "--preset", "desert_dunes", "--input", str(h), "--cell-size",
+                 "30", "--particles", "100", "--output", str(tmp_path / "o.npy")]) == 0
+    assert f"note: {text}" in capsys.readouterr().err

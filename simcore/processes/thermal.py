@@ -337,8 +337,20 @@ def per_rain(params: ThermalParams, share: float) -> ThermalParams:
     return params.replace(creep=params.creep * share, weathering=params.weathering * share)
 
 
+def advice(params: ThermalParams, cell_size: float) -> str | None:
+    """A sentence when a pass cannot creep as much as asked on these cells."""
+    creep = params.creep / (cell_size * cell_size)
+    needed = math.ceil(creep / _CREEP_STABLE) if creep > 0 else 1
+    if needed <= MAX_CREEP_SUBSTEPS:
+        return None
+    return (f"thermal: creep {params.creep:.3g} world units² a pass is meant for coarser "
+            f"cells; on these {cell_size:.3g} cells a pass creeps "
+            f"{100 * MAX_CREEP_SUBSTEPS / needed:.2g}% of it (lower creep for this grid, or "
+            "scale the object up)")
+
+
 PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain)
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, advice=advice)
