@@ -160,3 +160,23 @@ def test_a_forest_has_the_same_trees_per_area_at_any_cell_size():
     assert legacy.root_cells(7.5) == 2.0 and legacy.spread_cells(7.5) == 4
     assert params.root_cells(30.0) == 2.0 and params.spread_cells(30.0) == 4
     assert params.root_cells(7.5) == 8.0 and params.spread_cells(7.5) == 16
+
+
+def test_a_forest_grows_as_much_per_unit_of_rain_on_any_map_extent():
+    """Cycles are rounds, and a map twice as wide runs 4x the rounds for the same rain
+    per area; a tree's chances per cycle then shrink (vegetation.per_rain), so the same
+    rain grows the same forest on a 3.84 and a 7.68 km map. With the full chances every
+    cycle the wide map's forest was older and denser."""
+    from simcore.simulation import REFERENCE_AREA
+    params = {"trees": TreeParams(spawn_tries=20, spread_chance=0.2)}
+    per_area = 30 / REFERENCE_AREA  # 30 cycles on the 3.84 km map
+    size, density, cover = [], [], []
+    for n in (64, 128):  # 60 m cells
+        t = Terrain.from_heights(np.zeros((n, n)), 60.0)
+        Simulation(t, params, seed=1, particles=round(per_area * (n * 60.0) ** 2)).run()
+        size.append(t.trees[:, 2].mean())
+        density.append(len(t.trees) / (n * 0.06) ** 2)
+        cover.append((t.vegetation > 0.5).mean())
+    assert abs(size[1] - size[0]) < 0.02, size
+    assert max(density) <= 1.25 * min(density), density
+    assert abs(cover[1] - cover[0]) <= 0.1, cover

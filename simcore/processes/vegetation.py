@@ -261,6 +261,23 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
     return int(terrain.trees.shape[0])
 
 
+def per_rain(params: TreeParams, share: float) -> TreeParams:
+    """A cycle's params when a round brings ``share`` x the reference rain per area
+    (simulation.rain_share): a tree's chances per cycle (growth, seeding, death) become
+    ``1 - (1 - p)^share``, so a forest grows as much per unit of rain on any map extent.
+    ``spawn_tries`` is per cycle over the whole map: a bigger map runs more cycles for
+    the same rain per area, so it already tries as many cells per km² per unit of rain."""
+    if share == 1.0:
+        return params
+
+    def per(p: float) -> float:
+        return float(-np.expm1(share * np.log1p(-p))) if p < 1.0 else 1.0
+
+    return params.replace(growth_rate=per(params.growth_rate),
+                          spread_chance=per(params.spread_chance),
+                          death_chance=per(params.death_chance))
+
+
 PROCESS = Process(
     "trees", TreeParams, run_batch, "Trees",
     "trees spread where it is dry and gentle; roots hold the soil (seed 002)", order=60,
@@ -268,4 +285,4 @@ PROCESS = Process(
                              "vegetation"),
     writes=("vegetation", "trees"),
     fields=(Field("vegetation", "fraction", "tree/root density", lo=0.0, hi=1.0,
-                  color="te_trees", exact="te_vegetation"),))
+                  color="te_trees", exact="te_vegetation"),), per_rain=per_rain)
