@@ -81,11 +81,13 @@ class _Runner:
         self._want.clear()
         self._resume.set()
 
-    def halt(self) -> None:
-        """Stop after the current round and wait for it (at most one round)."""
+    def halt(self, wait: bool = True) -> None:
+        """Stop after the current round; ``wait`` for it (at most one round) when the
+        terrain is still needed (a kept result), not when it is thrown away."""
         self._stop.set()
         self._resume.set()
-        self.thread.join()
+        if wait:
+            self.thread.join()
 
 
 #: the name of a live run's worker thread
@@ -247,8 +249,8 @@ class ErosionJob:
                     self.last_write = time.perf_counter()
                 return progress
             return self._background_tick()
-        except BaseException:
-            self.halt()
+        except BaseException:  # the run ends: what is on the mesh is what it keeps
+            self.halt(wait=False)
             raise
 
     def _background_tick(self) -> Progress:
@@ -274,10 +276,11 @@ class ErosionJob:
                 runner.release()
         return self.sim.progress()
 
-    def halt(self) -> None:
-        """Stop the background worker, if any, after its current round."""
+    def halt(self, wait: bool = True) -> None:
+        """Stop the background worker, if any, after its current round (``wait``: and
+        wait for that round, so the terrain is whole)."""
         if self._runner is not None:
-            self._runner.halt()
+            self._runner.halt(wait)
 
     def run(self, report=None, every: float = 1.0) -> Progress:
         """Synchronous run to the end (scripts, background mode)."""
@@ -331,8 +334,10 @@ class ErosionJob:
 
     def cancel(self) -> str | None:
         """Put the mesh and its trees and water objects back exactly as they were
-        before the run. Returns None, or a sentence saying what could not be restored."""
-        self.halt()
+        before the run. Returns None, or a sentence saying what could not be restored.
+        Does not wait for a background round under way: its terrain is thrown away, and
+        the worker never touches the mesh."""
+        self.halt(wait=False)
         obj = self.find_object()
         if obj is None or obj.type != 'MESH':
             return None

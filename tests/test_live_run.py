@@ -392,16 +392,20 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
     state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
     assert state == "running" and _runner_threads()
     assert not same_state(before, mesh_state(obj.data)), "written between rounds"
-    assert job.cancel() is None
-    assert not _runner_threads()
+    assert job.cancel() is None  # does not wait for the worker's round
     assert same_state(before, mesh_state(obj.data)), "Esc puts the mesh back exactly"
+    job._runner.thread.join()
+    assert not _runner_threads(), "the worker stopped after its round"
+    assert same_state(before, mesh_state(obj.data)), "and never touched the mesh"
 
     job, rt = te.job.ErosionJob(obj), _rt()
     job.live_update = 0.0
     state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
     obj.name = "Renamed"
     assert te.operators.tick(job, rt, budget=0.0, background=True) == "ended"
-    assert "renamed" in rt.status and not _runner_threads()
+    assert "renamed" in rt.status
+    job._runner.thread.join()
+    assert not _runner_threads(), "the worker stopped after its round"
     _resumes_from_kept(obj, job)
 
 
