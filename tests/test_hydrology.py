@@ -245,6 +245,23 @@ def test_with_sea_water_leaves_through_edges_below_sea_level():
     assert pool_volume(t) == pytest.approx(sea_volume)
 
 
+def test_sea_height_is_in_world_units_the_same_sea_at_any_cell_size():
+    """A coast rising 0.1 m per metre, 960 m wide, at 30 and 15 m cells: sea_height
+    40 m floods the same 400 m strip on both (to a cell); the legacy sea_level (cell units) still
+    wins when given."""
+    strips = []
+    for cell in (30.0, 15.0):
+        n = int(960 / cell)
+        x = (np.arange(n) + 0.5) * cell
+        t = Terrain.from_heights(np.tile(0.1 * x, (n, 1)), cell)
+        run_batch(t, RAIN.replace(sea=True, sea_height=40.0, rain_volume=1.0), 1, 0, 1)
+        strips.append((t.pool[n // 2] > 0).sum() * cell)
+        assert abs(strips[-1] - 400.0) <= cell, strips  # the 40 m contour, to a cell
+    legacy = HydrologyParams(sea_level=2.0, sea_height=40.0)
+    assert legacy.sea_cells(15.0) == 2.0 and HydrologyParams(sea_height=40.0).sea_cells(
+        15.0) == pytest.approx(40.0 / 15.0)
+
+
 def test_sea_inland_depression_below_sea_level_is_not_ocean():
     h = np.full((24, 24), 5.0)
     h[:, :3] = 0.0  # coast

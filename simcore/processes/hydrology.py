@@ -183,8 +183,12 @@ class HydrologyParams(Params):
                              "leans on the edge of the map); off: the edges are walls")
     sea: bool = param(False, doc="enable the sea: below sea_level, map edges drain and "
                       "connected low ground is ocean")
+    sea_height: float = param(0.0, -1e9, 1e9, "world",
+                              "sea surface height in world units (the same sea at any "
+                              "cell size)", soft_hi=10000.0)
     sea_level: float = param(0.0, -1e6, 1e6, "cell units",
-                             "sea surface height (world height / cell size)")
+                             "legacy: sea surface height in cell units (world height / "
+                             "cell size); when not 0 it replaces sea_height")
     batch: int = param(250, 1, 1_000_000, "particles",
                        "particles per batch; the stream map is updated after each",
                        soft_hi=10000)
@@ -194,6 +198,12 @@ class HydrologyParams(Params):
         if self.volume_factor > 0.0:
             return 1.0 / self.volume_factor
         return self.rain_volume / float(cell_size) ** 3
+
+    def sea_cells(self, cell_size: float) -> float:
+        """The sea surface in cell units: ``sea_level`` (legacy, cell units) when not 0,
+        else ``sea_height`` (world units) / ``cell_size``."""
+        return float(self.sea_level) if self.sea_level != 0.0 else \
+            float(self.sea_height) / float(cell_size)
 
     def kernel(self, cell_size: float) -> Kernel:
         """The kernels' parameters for a grid of ``cell_size``."""
@@ -208,7 +218,7 @@ class HydrologyParams(Params):
                       self.water(cell_size), self.capacity * self.water(cell_size),
                       float(self.drainage), int(self.spill),
                       float(self.drain_sediment), int(self.max_steps),
-                      bool(self.sea), float(self.sea_level), bool(self.open_edges))
+                      bool(self.sea), self.sea_cells(cell_size), bool(self.open_edges))
 
 
 def article_rain_volume(relief: float, cell_size: float) -> float:
@@ -765,7 +775,8 @@ def _prepare(terrain: Terrain, params: HydrologyParams, height: np.ndarray):
     scratch = _scratch(terrain)
     ocean = np.zeros(terrain.shape, dtype=np.uint8)
     if params.sea:
-        mark_ocean(params.sea_level, height, terrain.pool, ocean, scratch[3])
+        mark_ocean(params.sea_cells(terrain.cell_size), height, terrain.pool, ocean,
+                   scratch[3])
     return ocean, scratch
 
 
