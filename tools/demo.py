@@ -78,7 +78,8 @@ def terrain_material() -> bpy.types.Material:
     ramp.inputs["From Max"].default_value = 0.95
     links.new(sep.outputs["Z"], ramp.inputs["Value"])
     ground = mix(ramp.outputs["Result"], (0.22, 0.19, 0.16, 1), (0.16, 0.24, 0.09, 1))
-    ground = mix(attribute("te_sediment").outputs["Fac"], ground, (0.62, 0.50, 0.32, 1))
+    # alluvium and colluvium: a dry, grassy brown (bright sand read as snow from afar)
+    ground = mix(attribute("te_sediment").outputs["Fac"], ground, (0.34, 0.29, 0.15, 1))
     streams = nodes.new("ShaderNodeMapRange")  # rivers: stream value 0.2 .. 0.6
     streams.inputs["From Min"].default_value = 0.2
     streams.inputs["From Max"].default_value = 0.6
