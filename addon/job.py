@@ -67,10 +67,6 @@ class _Runner:
         finally:
             _runners.discard(self)
 
-    @property
-    def alive(self) -> bool:
-        return self.thread.is_alive()
-
     def parked(self) -> bool:
         """Ask the worker to wait after its round; True once it does (or has ended):
         then the terrain is the main thread's until :meth:`release`."""
