@@ -327,7 +327,6 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     return sweeps * height.size
 
 
-# last of the processes that move ground, so every round ends with bounded slopes
 def per_rain(params: ThermalParams, share: float) -> ThermalParams:
     """A pass's params when a round brings ``share`` x the reference rain per area:
     creep and weathering (rates per pass) scale with it; the angles are limits and
@@ -349,6 +348,7 @@ def advice(params: ThermalParams, cell_size: float) -> str | None:
             "scale the object up)")
 
 
+# last of the processes that move ground, so every round ends with bounded slopes
 PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
