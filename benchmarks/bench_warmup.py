@@ -14,8 +14,9 @@ Rows:
   job, wall and CPU (the child's ``RUSAGE_CHILDREN``, its helper processes included);
   with N helpers the jobs compile in N helper processes in parallel and the process
   loads each from numba's cache when a helper has done it (simcore.prepare.run, what
-  the add-on does with 2 or more threads allowed); ``default_ready_s``: up to the end of the default preset's jobs
-  (its processes and the write-back: when the add-on offers Erode for it); ``top``: the
+  the add-on does with 2 or more threads allowed); ``default_ready_s``: up to the end
+  of the default preset's jobs (its processes and the write-back: when the add-on
+  offers Erode for it); ``top``: the
   functions whose own compile took longest (numba compile events, callees excluded);
   ``load``: the 1-minute load average before and after.
 - ``add-on: ...`` (bpy module): register, then the background warm-up
