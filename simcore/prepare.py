@@ -98,12 +98,14 @@ importlib.import_module((package + "." if package else "") + "simcore.prepare").
 
 
 def serve() -> None:
-    """A helper's loop: run the job of each key read on stdin and answer ``done KEY``
-    (or ``fail KEY message``) on stdout; exit as soon as stdin closes."""
+    """A helper's loop: run the job of each key read on stdin and answer ``done KEY
+    CPU`` (CPU: this helper's CPU seconds so far) or ``fail KEY message`` on stdout;
+    exit as soon as stdin closes."""
     import os
     import queue
     import sys
     import threading
+    import time
 
     keys: queue.Queue = queue.Queue()
 
@@ -118,7 +120,7 @@ def serve() -> None:
         key = keys.get()
         try:
             jobs[key]()
-            answer = f"done {key}"
+            answer = f"done {key} {time.process_time():.3f}"
         except Exception as exc:  # noqa: BLE001 - the parent runs it again and sees it
             answer = f"fail {key} {type(exc).__name__}: {exc}".replace("\n", " ")
         sys.stdout.write(answer + "\n")
@@ -159,6 +161,8 @@ class Helpers:
         self._events: queue.Queue = queue.Queue()
         self._procs: list = []
         self.working: dict = {}  # process -> key it compiles
+        #: key -> (helper number, that helper's CPU seconds when it had done the job)
+        self.cpu: dict = {}
         package = __package__.rpartition(".")[0] if __package__ != "simcore" else ""
         folder = str(Path(__file__).resolve().parent.parent)
         path = [p for p in sys.path if p and os.path.isdir(p)] + [folder]
@@ -211,7 +215,12 @@ class Helpers:
             self.working.pop(proc, None)
             return None, True
         word, _, rest = line.partition(" ")
-        key = rest.split(" ", 1)[0]
+        key, _, more = rest.partition(" ")
+        if word == "done":
+            try:
+                self.cpu[key] = (self._procs.index(proc), float(more))
+            except ValueError:
+                pass
         if self.working.get(proc) == key:
             self._give(proc)
         return key, word == "done"
@@ -275,14 +284,16 @@ def _mark_cached() -> None:
 
 def run(jobs: list[tuple[str, str, Callable[[], None]]], helpers: int = 0,
         progress: Callable[[str | None, str], None] = lambda key, doing: None,
-        cancelled: Callable[[], bool] = lambda: False, executable: str | None = None) -> bool:
+        cancelled: Callable[[], bool] = lambda: False, executable: str | None = None,
+        helper_cpu: dict | None = None) -> bool:
     """Run every job once in this process, in the order given or, with ``helpers`` >= 2
     helper processes, in the order the helpers finish compiling them (each then just
     loads from numba's cache here). Without helpers, when numba's cache already holds
     every kernel (:func:`cached`), or when the helpers cannot start or die, the jobs
     left run (compile or load) here. ``progress(key, doing)`` is called when a job starts
     (key None, ``doing`` says what) and ends (its key). Returns False if ``cancelled()``
-    turned true (checked between jobs and while waiting)."""
+    turned true (checked between jobs and while waiting). ``helper_cpu``, if given, gets
+    :attr:`Helpers.cpu` (benchmarks: the CPU critical path of the helpers)."""
     by_key = {key: (label, job) for key, label, job in jobs}
     pending = [key for key, _, _ in jobs]
     cold = helpers >= 2 and not cached()
@@ -299,8 +310,7 @@ def run(jobs: list[tuple[str, str, Callable[[], None]]], helpers: int = 0,
                 if key not in pending:
                     continue  # news of a helper's end, a timeout, or a job done here
             elif pool is not None:
-                pool.close()
-                pool = None
+                pool.close()  # all helpers ended: what is left compiles here
             if key is None:
                 key = pending[0]
             label, job = by_key[key]
@@ -314,3 +324,5 @@ def run(jobs: list[tuple[str, str, Callable[[], None]]], helpers: int = 0,
     finally:
         if pool is not None:
             pool.close()
+            if helper_cpu is not None:
+                helper_cpu.update(pool.cpu)
