@@ -182,8 +182,11 @@ class Helpers:
         atexit.register(self.close)
 
     def _listen(self, proc) -> None:
-        for line in proc.stdout:
-            self._events.put((proc, line.rstrip("\n")))
+        try:
+            for line in proc.stdout:
+                self._events.put((proc, line.rstrip("\n")))
+        except (OSError, ValueError):  # closed by close()
+            pass
         self._events.put((proc, None))
 
     def _give(self, proc) -> None:
@@ -196,7 +199,7 @@ class Helpers:
             else:
                 self.working.pop(proc, None)
                 proc.stdin.close()  # nothing more: the helper exits
-        except OSError:  # it died meanwhile; _listen reports it
+        except (OSError, ValueError):  # it died or was closed meanwhile; _listen reports it
             pass
 
     @property

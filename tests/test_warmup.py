@@ -52,6 +52,31 @@ time.sleep(600)
 """
 
 
+DISABLED = r"""
+import json, os, sys, time
+from pathlib import Path
+import bpy
+from blender_helpers import staged_addon
+from test_warmup import _children
+te = staged_addon()
+bpy.ops.wm.read_factory_settings(use_empty=True)
+te.register()
+assert te.warmup.start()
+deadline = time.monotonic() + 60
+while len(_children(os.getpid())) < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+helpers = _children(os.getpid())
+time.sleep(1.0)  # at work on the first jobs
+te.unregister()  # the user disables the add-on mid-warm-up
+deadline = time.monotonic() + 2.5
+while _children(os.getpid()) and time.monotonic() < deadline:
+    time.sleep(0.05)
+te.warmup.wait(30)
+print("DISABLED " + json.dumps({"helpers": len(helpers), "left": len(_children(os.getpid())),
+                               "state": te.warmup.status().state}))
+"""
+
+
 def _env(cache: Path) -> dict:
     return {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
 
@@ -132,3 +157,16 @@ def test_helpers_end_at_once_when_blender_quits_mid_warm_up(tmp_path):
         for pid in helpers:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_disabling_the_add_on_mid_warm_up_ends_its_helpers(tmp_path):
+    if not Path("/proc/self/stat").exists():
+        import pytest
+        pytest.skip("needs /proc (Linux) to list child processes")
+    run = subprocess.run([sys.executable, "-c", DISABLED], capture_output=True, text=True,
+                         cwd=TESTS, env=_env(tmp_path))
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("DISABLED ")]
+    assert line, run.stdout[-3000:] + run.stderr[-3000:]
+    out = json.loads(line[0][9:])
+    assert out["helpers"] >= 2 and out["left"] == 0, out
+    assert out["state"] == "idle", "a stopped warm-up leaves the core to compile on use"
