@@ -106,15 +106,25 @@ def steps() -> list[tuple[str, str, Callable[[], None]]]:
     return core_steps(first=find_preset("default").params)
 
 
-def helper_count(cap: int = 0) -> int:
+def helper_count(cap: int = 0, load: float | None = None) -> int:
     """Helper processes for a warm-up under the Threads preference ``cap`` (0 = all):
-    one per allowed thread, at most simcore.prepare.MOST_HELPERS; fewer than 2 means
-    none (compile on the warm-up thread)."""
+    one per allowed thread, at most simcore.prepare.MOST_HELPERS, and no more than the
+    cores other programs leave free (``load``: the 1-minute load average, read from
+    the OS where it has one); fewer than 2 means none (compile on the warm-up thread,
+    which on a busy machine beats several processes competing for one core)."""
+    import os
+
     from .preferences import thread_count
     from .simcore.prepare import MOST_HELPERS, python_executable
     if python_executable() is None:
         return 0
-    n = min(MOST_HELPERS, thread_count(cap))
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # Windows has no load average
+            load = 0.0
+    free = (os.cpu_count() or 1) - load
+    n = min(MOST_HELPERS, thread_count(cap), int(free + 0.7))
     return n if n >= 2 else 0
 
 
