@@ -9,6 +9,13 @@ first: Erode is offered for an object as soon as the processes it has enabled (a
 mesh write-back) are ready, while the rest keeps compiling. The panel shows "Preparing
 the simulation core…" with progress meanwhile.
 
+With two or more CPU threads allowed (the add-on's Threads preference), the kernels
+compile in helper processes, in parallel, into numba's on-disk cache, and the thread
+here loads each job from the cache as soon as a helper has done it; if the helpers
+cannot start (no Python to run, a sandbox) or fail, the jobs compile on the thread as
+before. Helpers end with Blender, with the add-on (unregister) and when their work is
+done (simcore/prepare.py).
+
 Scripts and ``blender -b`` never start it (a batch run compiles what it needs on first
 use), and nothing here touches bpy data: the thread only runs numpy/numba code.
 """
@@ -38,6 +45,8 @@ class Status:
     error: str = ""
     #: keys of the jobs done (process names, "write-back", "ridges")
     ready: frozenset = frozenset()
+    #: helper processes compiling in parallel (0: all on the warm-up thread)
+    helpers: int = 0
 
     @property
     def fraction(self) -> float:
@@ -67,6 +76,7 @@ class Status:
 _status = Status()
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+_cancel = threading.Event()
 
 
 def status() -> Status:
@@ -96,7 +106,30 @@ def steps() -> list[tuple[str, str, Callable[[], None]]]:
     return core_steps(first=find_preset("default").params)
 
 
-def _work() -> None:
+def helper_count(cap: int = 0, load: float | None = None) -> int:
+    """Helper processes for a warm-up under the Threads preference ``cap`` (0 = all):
+    one per allowed thread, at most simcore.prepare.MOST_HELPERS, and no more than the
+    cores other programs leave free (``load``: the 1-minute load average, read from
+    the OS where it has one); fewer than 2 means none (compile on the warm-up thread,
+    which on a busy machine beats several processes competing for one core)."""
+    import os
+
+    from .preferences import thread_count
+    from .simcore.prepare import MOST_HELPERS, python_executable
+    if python_executable() is None:
+        return 0
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # Windows has no load average
+            load = 0.0
+    free = (os.cpu_count() or 1) - load
+    n = min(MOST_HELPERS, thread_count(cap), int(free + 0.7))
+    return n if n >= 2 else 0
+
+
+def _work(helpers: int) -> None:
+    from .simcore.prepare import run
     start = time.perf_counter()
     # Compiling makes a lot of long-lived objects, so Python's full (generation 2)
     # collections come often and each holds the GIL for 0.4-0.8 s: the UI thread would
@@ -104,6 +137,13 @@ def _work() -> None:
     # resume with the old thresholds afterwards.
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], thresholds[1], 1_000_000_000)
+
+    def progress(key: str | None, doing: str) -> None:
+        if key is None:
+            _set(current=doing)
+        else:
+            _set(ready=_status.ready | {key}, done=_status.done + 1)
+
     try:
         # a warm-up of an earlier load of this add-on (disabled and enabled again while
         # compiling) may still run: never launch parallel kernels from two threads
@@ -111,12 +151,11 @@ def _work() -> None:
             if other.name == THREAD_NAME and other is not threading.current_thread():
                 other.join()
         jobs = steps()
-        _set(total=len(jobs))
-        for i, (key, label, job) in enumerate(jobs):
-            _set(current=label, done=i)
-            job()
-            _set(ready=_status.ready | {key})
-        _set(state=READY, done=len(jobs), current="", seconds=time.perf_counter() - start)
+        _set(total=len(jobs), helpers=helpers)
+        if run(jobs, helpers, progress, _cancel.is_set):
+            _set(state=READY, current="", seconds=time.perf_counter() - start)
+        else:
+            _set(state=IDLE, current="", seconds=time.perf_counter() - start)
     except Exception as exc:  # noqa: BLE001 - shown in the panel; a run would say more
         _set(state=FAILED, error=f"{type(exc).__name__}: {exc}",
              seconds=time.perf_counter() - start)
@@ -124,16 +163,29 @@ def _work() -> None:
         gc.set_threshold(*thresholds)
 
 
-def start() -> bool:
-    """Start preparing on a daemon thread; False if it already started (or finished)."""
+def start(helpers: int | None = None) -> bool:
+    """Start preparing on a daemon thread; False if it already started (or finished).
+    ``helpers``: helper processes to compile in (None: :func:`helper_count` under the
+    Threads preference; 0: all on the thread)."""
     global _thread
     with _lock:
         if _status.state != IDLE:
             return False
+    if helpers is None:
+        from .preferences import preferences
+        prefs = preferences()
+        helpers = helper_count(prefs.threads if prefs is not None else 0)
+    _cancel.clear()
     _set(state=PREPARING, done=0, total=0, current="", error="", ready=frozenset())
-    _thread = threading.Thread(target=_work, name=THREAD_NAME, daemon=True)
+    _thread = threading.Thread(target=_work, args=(helpers,), name=THREAD_NAME, daemon=True)
     _thread.start()
     return True
+
+
+def stop() -> None:
+    """Stop a warm-up under way without waiting for it: helper processes end within a
+    tenth of a second; a job compiling on the thread itself (no helpers) ends first."""
+    _cancel.set()
 
 
 def wait(timeout: float | None = None) -> Status:
@@ -146,7 +198,8 @@ def wait(timeout: float | None = None) -> Status:
 def reset() -> None:
     """Forget the state (tests); a running thread is waited for first."""
     wait()
-    _set(state=IDLE, done=0, total=0, current="", seconds=0.0, error="", ready=frozenset())
+    _set(state=IDLE, done=0, total=0, current="", seconds=0.0, error="", ready=frozenset(),
+         helpers=0)
 
 
 # -- UI glue: redraw the sidebar while preparing (bpy.app.timers run only in the UI) --------
@@ -170,5 +223,6 @@ def register() -> None:
 
 def unregister() -> None:
     import bpy
+    stop()  # helper processes end with the add-on
     if bpy.app.timers.is_registered(_redraw):
         bpy.app.timers.unregister(_redraw)

@@ -8,6 +8,12 @@ Each configuration runs in a fresh process (the layer is chosen at numba import)
 warm numba cache; rows give seconds (best of 3) and ``ratio`` = 2-thread / 1-thread time
 in the same condition, and ``same`` = the 2-thread result is bit-identical to 1 thread.
 The busy-core target of issue 12 is ratio <= 1.3; idle, ratio <= 0.6 (>= 1.7x speed-up).
+
+A last row runs the default preset (256² or 512² at 30 m cells) on 1 and then 2 threads
+in one process (idle, omp passive where available) and times each process: hydrology
+and trees have no parallel loop, so their share of the 1-thread time
+(``serial_share``, with the round's glue) bounds what more threads can gain for that
+preset (Amdahl: ``max_speedup_2`` with 2 threads, the parallel part halved).
 """
 
 from __future__ import annotations
@@ -43,6 +49,55 @@ for threads in (1, 2):
 print("RESULT " + json.dumps({"layer": numba.threading_layer(), "t1": out[1][0],
                               "t2": out[2][0], "same": out[1][1] == out[2][1]}))
 """
+
+
+SHARES = r"""
+import dataclasses, json, sys, time
+from simcore.formats.presets import find_preset
+from simcore.noise import fractal_terrain
+from simcore.simulation import PROCESSES, Simulation
+from simcore.terrain import Terrain
+import numba
+n, particles = int(sys.argv[1]), int(sys.argv[2])
+spent = {}
+for name, proc in list(PROCESSES.items()):
+    def timed(*a, _run=proc.run_batch, _name=name, **k):
+        t = time.perf_counter()
+        out = _run(*a, **k)
+        spent[_name] = spent.get(_name, 0.0) + time.perf_counter() - t
+        return out
+    PROCESSES[name] = dataclasses.replace(proc, run_batch=timed)
+def once(threads):
+    numba.set_num_threads(threads)
+    t = Terrain.from_heights(fractal_terrain(n, seed=3, relief=n / 8), 30.0)
+    sim = Simulation(t, dict(find_preset("default").params), seed=7, particles=particles)
+    spent.clear()
+    t0 = time.perf_counter()
+    sim.run()
+    return {"total": time.perf_counter() - t0, **spent}
+once(1)  # compile or load from the cache
+print("RESULT " + json.dumps({"1": once(1), "2": once(2)}))
+"""
+
+
+def _shares(n: int, particles: int) -> dict:
+    """Default preset, 1 and 2 threads, seconds per process (same process, same work)."""
+    run = subprocess.run([sys.executable, "-c", SHARES, str(n), str(particles)],
+                         capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "OMP_WAIT_POLICY": "passive"})
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not line:
+        raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])
+    r = json.loads(line[0][7:])
+    one, two = r["1"], r["2"]
+    glue = one["total"] - sum(v for k, v in one.items() if k != "total")
+    serial = (one.get("hydrology", 0.0) + one.get("trees", 0.0) + glue) / one["total"]
+    return {"name": "default preset: seconds per process, 1 -> 2 threads", "grid": n,
+            "particles": particles, "t1_s": round(one["total"], 2),
+            "t2_s": round(two["total"], 2), "ratio": round(two["total"] / one["total"], 3),
+            **{k: f"{one[k]:.2f} -> {two[k]:.2f}" for k in one if k != "total"},
+            "serial_share": round(serial, 3),
+            "max_speedup_2": round(1 / (serial + (1 - serial) / 2), 2)}
 
 
 def _available_layers() -> list[str]:
@@ -92,6 +147,7 @@ def run(quick: bool) -> list[dict]:
             if spinner is not None:
                 spinner.kill()
                 spinner.wait()
+    rows.append(_shares(n, particles))
     return rows
 
 

@@ -150,6 +150,39 @@ def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
 
 
 @njit(cache=True)
+def deal_strips(counts, active, nactive, groups, dealt, starts):
+    """Deal the strips ``active[:nactive]`` (strip s holds ``counts[s + 1] - counts[s]``
+    particles) into ``groups`` groups of about equal particle count: the fullest strip
+    first, each to the group with the fewest particles so far. Group g's strips are
+    ``dealt[starts[g]:starts[g + 1]]``. A ``prange`` over one group per thread then
+    shares uneven strips out evenly (numba gives each thread an equal number of loop
+    iterations, whatever their work). Which thread runs a strip never changes a result."""
+    load = np.zeros(groups, dtype=np.int64)
+    group = np.empty(nactive, dtype=np.int64)
+    taken = np.zeros(nactive, dtype=np.bool_)
+    for _ in range(nactive):
+        best = -1
+        for t in range(nactive):  # the fullest strip not dealt yet (few strips: a scan)
+            if not taken[t] and (best < 0 or counts[active[t] + 1] - counts[active[t]]
+                                 > counts[active[best] + 1] - counts[active[best]]):
+                best = t
+        taken[best] = True
+        g = 0
+        for h in range(1, groups):
+            if load[h] < load[g]:
+                g = h
+        group[best] = g
+        load[g] += counts[active[best] + 1] - counts[active[best]]
+    starts[0] = 0
+    for g in range(groups):
+        starts[g + 1] = starts[g]
+        for t in range(nactive):
+            if group[t] == g:
+                dealt[starts[g + 1]] = active[t]
+                starts[g + 1] += 1
+
+
+@njit(cache=True)
 def _first_above(sorted_values, value):
     """Index of the first element > ``value`` in ascending ``sorted_values`` (its size
     if none): ``np.searchsorted(..., side="right")``, whose numba version compiles

@@ -5,6 +5,7 @@ kernel helpers that replaced numpy calls to keep the compile short."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,58 @@ def test_first_above_is_searchsorted_right(values, value, pick):
     if pick and cdf.size:  # values equal to an element (and its duplicates)
         value = float(cdf[(pick * 7) % cdf.size])
     assert _first_above(cdf, value) == np.searchsorted(cdf, value, side="right")
+
+
+# Run some jobs through simcore.prepare.run in a fresh process with its own numba cache;
+# print which jobs ran here, in what order, and what this process compiled itself
+# (numba cache misses) rather than loaded from the cache.
+RUN = r"""
+import json, sys
+import numba
+from simcore import prepare
+keys, helpers, exe = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
+jobs = [j for j in prepare.steps() if j[0] in keys]
+done = []
+ok = prepare.run(jobs, helpers, lambda key, doing: key and done.append(key), executable=exe)
+misses = sorted({d.__name__ for name, m in list(sys.modules.items())
+                 if name.startswith("simcore") for d in vars(m).values()
+                 if isinstance(d, numba.core.registry.CPUDispatcher) and d._cache_misses})
+print("RUN " + json.dumps({"ok": ok, "done": done, "misses": misses,
+                           "cached": prepare.cached()}))
+"""
+
+
+def _run_jobs(keys, helpers, cache, executable="") -> dict:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    run = subprocess.run([sys.executable, "-c", RUN, json.dumps(keys), str(helpers),
+                          executable], capture_output=True, text=True, cwd=ROOT, env=env)
+    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RUN ")]
+    assert line, run.stdout[-2000:] + run.stderr[-3000:]
+    return json.loads(line[0][4:])
+
+
+def test_helpers_compile_into_the_cache_and_this_process_only_loads(tmp_path):
+    keys = [WRITE_BACK, "trees"]
+    out = _run_jobs(keys, 2, tmp_path)
+    assert out["ok"] and sorted(out["done"]) == sorted(keys)
+    assert out["misses"] == [], "the helpers compiled, this process loaded from the cache"
+    # the check above can fail: without helpers this process compiles them itself
+    alone = _run_jobs(keys, 0, tmp_path / "alone")
+    assert alone["ok"] and alone["done"] == keys and alone["misses"]
+
+
+def test_a_complete_run_marks_the_cache_so_the_next_starts_no_helpers(tmp_path):
+    keys = [key for key, _, _ in steps()]
+    assert _run_jobs([WRITE_BACK], 0, tmp_path)["cached"] is False, "not every job ran"
+    first = _run_jobs(keys, 0, tmp_path)
+    assert first["cached"] and first["done"] == keys
+    # a missing interpreter would make helpers fail loudly: none is started
+    again = _run_jobs(keys, 2, tmp_path, executable="/nonexistent/python")
+    assert again["ok"] and again["done"] == keys and again["misses"] == []
+
+
+def test_without_working_helpers_the_jobs_compile_here(tmp_path):
+    keys = [WRITE_BACK, "trees"]
+    for exe in ("/nonexistent/python", "/bin/false"):  # cannot start; exits at once
+        out = _run_jobs(keys, 2, tmp_path / Path(exe).name, executable=exe)
+        assert out["ok"] and out["done"] == keys and out["misses"], (exe, out)

@@ -280,8 +280,8 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
                     py[n] = r
                     n += 1
                     if bd[r // BLOCK, c // BLOCK] != 0:
-                        _stamp(bd, r // BLOCK, c // BLOCK, BLOCK_REACH)
-                    _stamp(near, r, c, NEAR_REACH)
+                        _stamp(bd, r // BLOCK, c // BLOCK, np.int64(BLOCK_REACH))
+                    _stamp(near, r, c, np.int64(NEAR_REACH))
                     dist = math.hypot(r - centre[0], c - centre[1])
                     if dist > ring:
                         ring = dist

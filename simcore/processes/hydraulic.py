@@ -30,9 +30,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
 from ..kernels import (
+    deal_strips,
     exchange,
     next_uniform,
     prange_only,
@@ -327,9 +328,9 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
 
 @njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, eroded,
-               deposited, erodibility):
-    """Run droplets ``first .. first+count-1``; returns (material carried off the grid,
-    droplet steps taken)."""
+               deposited, erodibility, threads):
+    """Run droplets ``first .. first+count-1`` (strips dealt to ``threads`` groups);
+    returns (material carried off the grid, droplet steps taken)."""
     rows, cols = height.shape
     nstrips = (rows + STRIP_ROWS - 1) // STRIP_ROWS
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
@@ -349,6 +350,8 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
     lost = np.zeros(nstrips)
     counts = np.zeros(nstrips + 1, dtype=np.int64)
     order = np.empty(count, dtype=np.int64)
+    dealt = np.empty(nstrips, dtype=np.int64)
+    starts = np.empty(nstrips + 1, dtype=np.int64)
     live = count
     while live > 0:
         for parity in range(2):
@@ -371,22 +374,25 @@ def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, er
                 if counts[s + 1] > counts[s]:
                     active[nactive] = s
                     nactive += 1
-            for t in prange(nactive):
-                s = active[t]
-                lo = max(s * STRIP_ROWS - margin, 0)
-                hi = min((s + 1) * STRIP_ROWS + margin, rows)
-                for j in range(counts[s], counts[s + 1]):
-                    k = order[j]
-                    res = _droplet_segment(k, lo, hi, state, rng, steps, p, rows, cols, hf, bf,
-                                           sf, ef, df, kf)
-                    if res == -1:
-                        strip[k] = -1
-                    elif res == -2:
-                        lost[s] += state[k, S]
-                        state[k, S] = 0.0
-                        strip[k] = -1
-                    else:
-                        strip[k] = res // STRIP_ROWS
+            groups = min(threads, nactive)  # one group of strips a thread
+            deal_strips(counts, active, nactive, groups, dealt, starts)
+            for g in prange(groups):
+                for t in range(starts[g], starts[g + 1]):
+                    s = dealt[t]
+                    lo = max(s * STRIP_ROWS - margin, 0)
+                    hi = min((s + 1) * STRIP_ROWS + margin, rows)
+                    for j in range(counts[s], counts[s + 1]):
+                        k = order[j]
+                        res = _droplet_segment(k, lo, hi, state, rng, steps, p, rows, cols, hf, bf,
+                                               sf, ef, df, kf)
+                        if res == -1:
+                            strip[k] = -1
+                        elif res == -2:
+                            lost[s] += state[k, S]
+                            state[k, S] = 0.0
+                            strip[k] = -1
+                        else:
+                            strip[k] = res // STRIP_ROWS
         live = 0
         for k in range(count):
             if strip[k] >= 0:
@@ -416,7 +422,8 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
         np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
         params.kernel(terrain.shape, terrain.cell_size), cdf,
         strip_margin(params.brush_cells(terrain.cell_size)), height, terrain.bedrock,
-        terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
+        terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility,
+        get_num_threads())
     terrain.outflow += lost
     return int(nsteps)
 

@@ -365,7 +365,7 @@ def _basin(start, water, open_edges, hf, pf, oceanf, rows, cols, scratch):
     size = members.size
     low = size - 1
     members[low] = start
-    top = 0  # heap size
+    top = np.int64(0)  # heap size (not a literal 0: one signature of _pop)
     n = 0
     while True:
         if low < size:

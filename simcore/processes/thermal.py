@@ -159,7 +159,7 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
             h = height[r, c]
             if k.weathering > 0.0:  # rock turns into soil in place; neighbours read height
                 w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
-                transfer((r, c), 0.0, w, w, None, bedrock, sediment, eroded, deposited)
+                transfer((np.int64(r), c), 0.0, w, w, None, bedrock, sediment, eroded, deposited)
             rmax = 0.0
             crit = _critical(k.rock, erodibility[r, c])
             for rr in range(r0, r1 + 1):
@@ -169,7 +169,8 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
             if rmax > 0.0:
                 worst = max(worst, rmax)
                 loose = 0.5 * rmax * min(erodibility[r, c], 1.0)
-                transfer((r, c), 0.0, loose, loose, None, bedrock, sediment, eroded, deposited)
+                transfer((np.int64(r), c), 0.0, loose, loose, None, bedrock, sediment, eroded,
+                         deposited)
             dmax = 0.0
             dsum = 0.0
             csum = 0.0
@@ -224,8 +225,8 @@ def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep
                                     * _creep_factor(-up, dist, k.talus) * -up)
             from_sed = min(out, sediment[r, c])  # creep beyond the soil takes rock
             # the new surface goes to the scratch: the neighbours still read ``height``
-            transfer((r, c), from_sed, out - from_sed, gain, new_height, bedrock, sediment,
-                     eroded, deposited)
+            transfer((np.int64(r), c), from_sed, out - from_sed, gain, new_height, bedrock,
+                     sediment, eroded, deposited)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

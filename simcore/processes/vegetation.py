@@ -231,7 +231,7 @@ def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetatio
                 if 0 <= r < rows and 0 <= c < cols:
                     st, trees, n = _seedling(st, r, c, k, trees, n, height, pool, stream,
                                              vegetation, seeding)
-        kept = 0
+        kept = np.int64(0)  # not a literal 0: one signature of _copy_row
         for i in range(n):
             st, u = next_uniform(st)
             r = int(np.floor(trees[i, 1] + 0.5))

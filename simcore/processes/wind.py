@@ -293,7 +293,7 @@ def _cell(x, y, rows, cols, wrap):
 def _shadow_height(k, height, x, y, vx, vy, rows, cols):
     """Height of the wind at (x, y): the ground, or higher where a crest up to
     ``look_back`` cells upwind shadows it (its height minus the glide per cell)."""
-    z = height[_cell(x, y, rows, cols, True)]
+    z = height[_cell(x, y, rows, cols, np.bool_(True))]
     for d in range(1, k.look_back + 1):
         j = _cell(x - d * vx, y - d * vy, rows, cols, k.wrap)
         if j < 0:
@@ -354,14 +354,14 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
          track, stack, crit, offsets):
     """One particle from a random start: returns (load carried off the map, steps)."""
     x, y, vx, vy = _start(st, k, rows, cols)
-    i = _cell(x, y, rows, cols, True)
+    i = _cell(x, y, rows, cols, np.bool_(True))
     j = _cell(x - vx, y - vy, rows, cols, k.wrap)
     back = height[j if j >= 0 else i]
     z = _shadow_height(k, height, x, y, vx, vy, rows, cols)
     upwind = z  # running mean of the ground (or the shadowing crest) passed over
     load = 0.0
     floor = 1e-6 * k.capacity
-    step = 0
+    step = np.int64(0)  # not a literal 0: one signature of _target
     while True:
         here = height[i]
         j = _cell(x + vx, y + vy, rows, cols, k.wrap)
