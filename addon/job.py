@@ -314,19 +314,27 @@ class ErosionJob:
                 obj, g, t.height(), t.pool).session_uid
         self.rounds_written = self.sim.rounds_done
 
-    def finish(self) -> None:
-        """Keep the result: final write and the bookkeeping that lets a run resume."""
-        self.halt()
-        obj = self.object(vertices=True)
-        self.write(obj)
+    def finish(self, wait: bool = True) -> int:
+        """Keep the result: final write and the bookkeeping that lets a run resume.
+        Without ``wait``, while a background round is under way (Stop, Enter), keep
+        what the mesh shows, the rounds of the last write, at once instead of waiting
+        for that round. Returns the particles kept."""
+        running = self._runner is not None and self._runner.thread.is_alive()
+        if wait or not running:
+            self.halt()
+            obj = self.object(vertices=True)
+            self.write(obj)
+        else:
+            self.halt(wait=False)  # its round is thrown away; the mesh is whole
+            obj = self.object(vertices=True)
+        rounds = self.rounds_written
         s = obj.terrain_erosion
-        s.rounds_done = self.sim.rounds_done
+        s.rounds_done = rounds
         s.set_state_seed(self.sim.seed)
-        meta = self.sim.metadata()
-        s.provenance = (f"preset {s.preset}, seed {meta['seed']}, {meta['rounds_done']} "
-                        f"rounds x {meta['particles_per_round']} particles, "
-                        f"simcore {simcore_version}")
+        s.provenance = (f"preset {s.preset}, seed {self.sim.seed}, {rounds} rounds x "
+                        f"{self.sim.per_round} particles, simcore {simcore_version}")
         obj["terrain_erosion_provenance"] = s.provenance
+        return (rounds - self.start_rounds) * self.sim.per_round
 
     def cancel(self) -> str | None:
         """Put the mesh and its trees and water objects back exactly as they were

@@ -157,12 +157,12 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
             rt.status = "Cancelled: mesh restored"
             self.report({'INFO'}, "Erosion cancelled; the mesh is as it was")
             return {'CANCELLED'}
-        try:
-            self._job.finish()
+        try:  # Stop / Enter keep what the viewport shows, without waiting for a round
+            kept = self._job.finish(wait=False)
         except USER_ERRORS as exc:
             self.report({'WARNING'}, str(exc))
             return {'CANCELLED'}
-        rt.status = f"Done: {self._job.sim.particles_done} particles"
+        rt.status = f"Done: {kept} particles"
         return {'FINISHED'}
 
 

@@ -512,14 +512,19 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     rt.running = True
     job = te.job.ErosionJob(obj)
     op, ctx = _fake_operator(job), _FakeContext(rt)
-    op.modal(ctx, _event('TIMER', timer=op._timer))  # starts the worker
-    for _ in range(5000):
-        if job.sim.rounds_done > 0:
+    job.live_update = 0.0
+    for _ in range(5000):  # the worker runs; ticks write the mesh between its rounds
+        op.modal(ctx, _event('TIMER', timer=op._timer))
+        if job.rounds_written > 0:
             break
         time.sleep(0.002)
+    shown = mesh_state(obj.data)
     assert op.modal(ctx, _event('RET')) == {'FINISHED'}
     assert not same_state(before, mesh_state(obj.data)), "Enter keeps the result"
-    assert obj.terrain_erosion.rounds_done == job.sim.rounds_done > 0
+    # what the viewport showed, at once (the round under way is not waited for)
+    assert same_state(shown, mesh_state(obj.data))
+    assert obj.terrain_erosion.rounds_done == job.rounds_written > 0
+    assert te.job.ErosionJob(obj).sim.rounds_done == job.rounds_written, "resumes there"
 
 
 def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
