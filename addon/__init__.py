@@ -20,14 +20,6 @@ def _set_numba_cache() -> None:
             __package__, path="numba_cache", create=True)
 
 
-def _set_thread_waiting() -> None:
-    """Where numba uses OpenMP (Linux with libgomp, Windows), idle worker threads spin
-    by default: with another program busy on a core, 2 threads ran 5-10x slower than 1
-    (benchmarks/bench_threads.py). Passive waiting avoids that; set before numba loads
-    its OpenMP pool, and only when the user has not chosen."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-
 def _numba_problem() -> str:
     """Why numba cannot be used here, or "" when it imports."""
     try:
@@ -38,7 +30,6 @@ def _numba_problem() -> str:
 
 
 _set_numba_cache()
-_set_thread_waiting()
 CORE_PROBLEM = _numba_problem()
 
 if CORE_PROBLEM:

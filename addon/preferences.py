@@ -17,18 +17,17 @@ def _cpu_count() -> int:
 
 
 def thread_count(cap: int) -> int:
-    """Threads for a cap (0 = every thread numba was started with)."""
-    import numba
-    most = int(numba.config.NUMBA_NUM_THREADS)
+    """Threads for a cap (0 = every CPU thread, or NUMBA_NUM_THREADS when set)."""
+    from .simcore import parallel
+    most = parallel.most_threads()
     return most if cap <= 0 else max(1, min(cap, most))
 
 
 def apply_thread_cap(cap: int) -> int:
-    """Use at most ``cap`` threads for runs started from this (the main) thread."""
-    import numba
-    n = thread_count(cap)
-    numba.set_num_threads(n)
-    return n
+    """Use at most ``cap`` threads for every run from now on (the live run's worker
+    thread included)."""
+    from .simcore import parallel
+    return parallel.set_threads(thread_count(cap))
 
 
 def _update(self, context) -> None:
@@ -45,16 +44,15 @@ class TerrainErosionPreferences(bpy.types.AddonPreferences):
         update=_update)
 
     def draw(self, context):
-        import numba
         layout = self.layout
         layout.prop(self, "threads")
         try:
-            layer = numba.threading_layer()
-        except ValueError:  # chosen at the first parallel run
-            layer = os.environ.get("NUMBA_THREADING_LAYER", "default")
+            import numba
+            core = f"numba {numba.__version__}"
+        except Exception:  # noqa: BLE001 - the panel says what is wrong with numba
+            core = "numba missing"
         layout.label(text=f"Using {thread_count(self.threads)} of {_cpu_count()} CPU threads "
-                          f"(numba {numba.__version__}, threading layer {layer}, "
-                          f"OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')})")
+                          f"({core}; idle threads sleep, nothing spins)")
         text = warmup.status().text()
         if text:
             layout.label(text=text)

@@ -27,13 +27,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
 from benchmarks.reference.port import library, port_available, port_batch  # noqa: E402
 from benchmarks.reference.reference import run_reference  # noqa: E402
+from simcore import parallel  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
 from simcore.noise import upland_terrain  # noqa: E402
 from simcore.processes.hydraulic import run_batch  # noqa: E402
@@ -59,12 +59,12 @@ def _erode(base: np.ndarray, droplets: int, fn=run_batch) -> tuple[float, int, T
 
 
 def _with_threads(threads: int, *args):
-    old = numba.get_num_threads()
-    numba.set_num_threads(threads)
+    old = parallel.threads()
+    parallel.set_threads(threads)
     try:
         return _erode(*args)
     finally:
-        numba.set_num_threads(old)
+        parallel.set_threads(old)
 
 
 def _identical(a: Terrain, b: Terrain) -> bool:
@@ -129,7 +129,7 @@ def run(quick: bool) -> list[dict]:
         library()
     droplets = 4096 if quick else 20_480
     rounds = 3 if quick else 5
-    threads = numba.config.NUMBA_NUM_THREADS
+    threads = parallel.most_threads()
     for size in (256,) if quick else (256, 1024):
         base = upland_terrain(size, seed=3)
         row: dict = {"name": f"droplets {size}x{size} ({CELL:g} m, default preset)",

@@ -25,17 +25,6 @@ _S11 = np.uint64(11)
 _INV53 = 1.0 / 9007199254740992.0  # 2**-53
 
 
-def prange_only() -> dict:
-    """``parallel=`` option of kernels whose only parallel part is an explicit
-    ``prange`` loop: array expressions (``a[:] = 0``, ``np.zeros``, reductions) stay
-    plain serial loops instead of becoming parallel regions of their own, each of which
-    numba compiles as a separate function (a cold compile of seconds). A fresh dict per
-    call: numba consumes it."""
-    return {"prange": True, "comprehension": False, "reduction": False,
-            "inplace_binop": False, "setitem": False, "numpy": False, "stencil": False,
-            "fusion": False}
-
-
 @njit(cache=True)
 def mix64(x):
     """splitmix64 finaliser: a well-spread 64-bit hash of ``x`` (uint64)."""
@@ -147,39 +136,6 @@ def put_bilinear_flat(x, y, amount, cols, height, bedrock, sediment, deposited):
     put_at(k + one, amount * fx * (1 - fy), height, bedrock, sediment, deposited)
     put_at(below, amount * (1 - fx) * fy, height, bedrock, sediment, deposited)
     put_at(below + one, amount * fx * fy, height, bedrock, sediment, deposited)
-
-
-@njit(cache=True)
-def deal_strips(counts, active, nactive, groups, dealt, starts):
-    """Deal the strips ``active[:nactive]`` (strip s holds ``counts[s + 1] - counts[s]``
-    particles) into ``groups`` groups of about equal particle count: the fullest strip
-    first, each to the group with the fewest particles so far. Group g's strips are
-    ``dealt[starts[g]:starts[g + 1]]``. A ``prange`` over one group per thread then
-    shares uneven strips out evenly (numba gives each thread an equal number of loop
-    iterations, whatever their work). Which thread runs a strip never changes a result."""
-    load = np.zeros(groups, dtype=np.int64)
-    group = np.empty(nactive, dtype=np.int64)
-    taken = np.zeros(nactive, dtype=np.bool_)
-    for _ in range(nactive):
-        best = -1
-        for t in range(nactive):  # the fullest strip not dealt yet (few strips: a scan)
-            if not taken[t] and (best < 0 or counts[active[t] + 1] - counts[active[t]]
-                                 > counts[active[best] + 1] - counts[active[best]]):
-                best = t
-        taken[best] = True
-        g = 0
-        for h in range(1, groups):
-            if load[h] < load[g]:
-                g = h
-        group[best] = g
-        load[g] += counts[active[best] + 1] - counts[active[best]]
-    starts[0] = 0
-    for g in range(groups):
-        starts[g + 1] = starts[g]
-        for t in range(nactive):
-            if group[t] == g:
-                dealt[starts[g + 1]] = active[t]
-                starts[g + 1] += 1
 
 
 @njit(cache=True)

@@ -257,7 +257,7 @@ def _marker():
 
     from .processes import hydraulic
     try:
-        folder = Path(hydraulic._run_batch._cache._cache_path)
+        folder = Path(hydraulic._run_strip._cache._cache_path)
     except AttributeError:  # numba internals moved
         return None
     stamp = hashlib.sha1(f"{numba.__version__} {sys.version}".encode())

@@ -13,13 +13,13 @@ import re
 import sys
 from pathlib import Path
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore import parallel
 from simcore.formats.presets import load_preset, preset_files
 from simcore.kernels import exchange, put_at, put_bilinear, take, transfer
 from simcore.noise import fractal_terrain
@@ -250,10 +250,10 @@ def test_deterministic_for_any_thread_count_and_slicing(name, variant, params, c
     seed = 2**40 + 17
     per_round = int(params.batch)
     results = {}
-    old = numba.get_num_threads()
+    old = parallel.threads()
     try:
-        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
-            numba.set_num_threads(threads)
+        for threads in (1, min(2, parallel.most_threads())):
+            parallel.set_threads(threads)
             t = terrain(24, 20, 5, cell)
             sim = run(t, name, params, seed)
             results[f"{threads} thread(s), one run"] = snapshot(t, sim)
@@ -271,7 +271,7 @@ def test_deterministic_for_any_thread_count_and_slicing(name, variant, params, c
         resumed["protect_held"] = first.protect_held + rest.protect_held
         results["resumed after one round"] = resumed
     finally:
-        numba.set_num_threads(old)
+        parallel.set_threads(old)
     (label0, ref), *others = results.items()
     for label, res in others:
         held = res.pop("protect_held")

@@ -1,6 +1,5 @@
 import math
 
-import numba
 import numpy as np
 import pytest
 from conftest import local_minima
@@ -8,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore import parallel
+from simcore.kernels import rain_cdf
 from simcore.processes import hydraulic
 from simcore.processes.hydraulic import DropletParams, run_batch
 from simcore.simulation import Simulation
@@ -176,16 +177,16 @@ def test_thread_count_does_not_change_the_result(world):
         h, cell, n = upland_terrain(256, seed=3), 30.0, 2048
         params = find_preset("default").params["droplets"]
     results = []
-    old = numba.get_num_threads()
+    old = parallel.threads()
     try:
-        for threads in (1, numba.config.NUMBA_NUM_THREADS):
-            numba.set_num_threads(threads)
+        for threads in (1, parallel.most_threads()):
+            parallel.set_threads(threads)
             t = Terrain.from_heights(h, cell, world_units=world == "upland")
             for first in range(0, n, params.batch):
                 run_batch(t, params, 1, first, min(params.batch, n - first))
             results.append(t)
     finally:
-        numba.set_num_threads(old)
+        parallel.set_threads(old)
     one, many = results
     assert one.outflow == many.outflow
     for name, arr in one.arrays().items():
@@ -281,3 +282,28 @@ def test_rain_map_decides_where_droplets_start():
     # wall of the channel cut along the rain's edge wears back a few cells
     assert t.eroded[:, 30:].sum() == 0 and t.deposited[:, 30:].sum() == 0
     assert t.eroded[:, 20:].sum() < 0.1 * t.eroded[:, :20].sum()
+
+
+@pytest.mark.parametrize("threads", [3, 8])
+def test_strips_give_the_same_result_on_more_threads_than_cores(threads):
+    """The strips' passes run as soon as their neighbours allow (simcore.parallel), in
+    an order that changes from run to run with more threads than cores; the result
+    must not (12 strips, brush radius 3: 2-cell margins)."""
+    from simcore.noise import fractal_terrain
+    from simcore.processes.hydraulic import _run_batch, strip_margin
+    h = fractal_terrain(384, seed=4, relief=48.0)[:, :96].copy()
+    params = DropletParams(batch=6000)
+    results = []
+    for n in (1, threads, threads):
+        t = Terrain.from_heights(h, 1.0, world_units=False)
+        lost, steps = _run_batch(9, 0, params.batch, params.kernel(t.shape, 1.0),
+                                 rain_cdf(t.rain), strip_margin(params.brush_cells(1.0)),
+                                 t.height(), t.bedrock, t.sediment, t.eroded, t.deposited,
+                                 t.erodibility, n)
+        results.append((lost, steps, t))
+    (lost1, steps1, one), *others = results
+    assert steps1 > 6000 * 10
+    for lost, steps, other in others:
+        assert (lost, steps) == (lost1, steps1)
+        for name, arr in one.arrays().items():
+            assert np.array_equal(arr, getattr(other, name)), name

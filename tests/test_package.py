@@ -42,9 +42,9 @@ import numba
 print('NUMBA-FROM', numba.__file__)
 prefs = bpy.context.preferences.addons[name].preferences
 prefs.threads = 1
-assert numba.get_num_threads() == 1, 'the thread cap in the preferences applies'
+assert mod.simcore.parallel.threads() == 1, 'the thread cap in the preferences applies'
 prefs.threads = 0
-assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+assert mod.simcore.parallel.threads() == mod.simcore.parallel.most_threads()
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=31, y_subdivisions=31, size=4)
 obj = bpy.context.active_object
 me = obj.data

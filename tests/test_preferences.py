@@ -1,12 +1,13 @@
-"""Add-on preferences in real Blender: the thread cap limits numba's threads for runs
-from the main thread, and a run gives the same mesh at any thread count."""
+"""Add-on preferences in real Blender: the thread cap limits the simulation's threads
+for runs from any thread, and a run gives the same mesh at any thread count."""
 
 from __future__ import annotations
 
+import os
+import threading
 import types
 
 import bpy
-import numba
 import numpy as np
 import pytest
 from blender_helpers import add_grid, positions, registered_addon, staged_addon
@@ -33,12 +34,19 @@ def _erode(seed_name: str) -> np.ndarray:
 
 
 def test_thread_cap_limits_threads_and_keeps_results_identical(blender):
-    most = numba.config.NUMBA_NUM_THREADS
+    most = te.simcore.parallel.most_threads()
+    assert most == (os.cpu_count() or 1) or "NUMBA_NUM_THREADS" in os.environ
     assert te.preferences.thread_count(0) == most
     assert te.preferences.thread_count(10_000) == most
-    assert te.preferences.apply_thread_cap(1) == 1 and numba.get_num_threads() == 1
+    assert te.preferences.apply_thread_cap(1) == 1 and te.simcore.parallel.threads() == 1
+    # the cap holds on any thread (numba's own cap is per thread)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(te.simcore.parallel.threads()))
+    worker.start()
+    worker.join()
+    assert seen == [1]
     capped = _erode("A")
-    assert te.preferences.apply_thread_cap(0) == most and numba.get_num_threads() == most
+    assert te.preferences.apply_thread_cap(0) == most and te.simcore.parallel.threads() == most
     free = _erode("B")
     assert np.array_equal(capped, free), "same seed, same mesh, whatever the thread count"
 

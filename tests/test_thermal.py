@@ -1,12 +1,12 @@
 import math
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore import parallel
 from simcore.processes.thermal import MAX_CREEP_SUBSTEPS, ThermalParams, run_batch
 from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
@@ -105,15 +105,15 @@ def test_buried_rock_weathers_less_than_bare_rock():
 def test_deterministic_and_independent_of_thread_count(hills):
     sed = np.full(hills.shape, 2.0)
     results = []
-    old = numba.get_num_threads()
+    old = parallel.threads()
     try:
-        for threads in (1, numba.config.NUMBA_NUM_THREADS, 1):
-            numba.set_num_threads(threads)
+        for threads in (1, parallel.most_threads(), 1):
+            parallel.set_threads(threads)
             t = Terrain.from_heights(hills, world_units=False, sediment=sed)
             run(t, 50, ThermalParams(weathering=0.002))
             results.append(t)
     finally:
-        numba.set_num_threads(old)
+        parallel.set_threads(old)
     for other in results[1:]:
         for name in ("bedrock", "sediment", "eroded", "deposited"):
             assert np.array_equal(getattr(results[0], name), getattr(other, name))

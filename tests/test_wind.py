@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore import parallel
 from simcore.params import ParameterError
 from simcore.processes import wind
 from simcore.processes.wind import WindParams, measure_dunes, run_batch
@@ -225,13 +226,13 @@ def test_abrasion_turns_bare_rock_into_sand_in_place():
 def test_same_seed_is_bit_identical_at_any_thread_count_and_other_seed_differs(hills):
     sed = np.full(hills.shape, 0.5)
     ts = [Terrain.from_heights(hills, world_units=False, sediment=sed) for _ in range(3)]
-    threads = numba.get_num_threads()
+    threads = parallel.threads()
     try:
-        for t, seed, n in zip(ts, (4, 4, 5), (1, numba.config.NUMBA_NUM_THREADS, 1)):
-            numba.set_num_threads(n)
+        for t, seed, n in zip(ts, (4, 4, 5), (1, parallel.most_threads(), 1)):
+            parallel.set_threads(n)
             run(t, 3, WindParams(direction=120.0), seed=seed)
     finally:
-        numba.set_num_threads(threads)
+        parallel.set_threads(threads)
     for name in ("bedrock", "sediment", "eroded", "deposited", "wind"):
         assert np.array_equal(getattr(ts[0], name), getattr(ts[1], name))
     assert ts[0].outflow == ts[1].outflow

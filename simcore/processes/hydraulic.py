@@ -30,13 +30,12 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit
 
+from .. import parallel
 from ..kernels import (
-    deal_strips,
     exchange,
     next_uniform,
-    prange_only,
     put_at,
     put_bilinear_flat,
     rain_cdf,
@@ -326,86 +325,142 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     return result
 
 
-@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
-def _run_batch(seed, first, count, p, cdf, margin, height, bedrock, sediment, eroded,
-               deposited, erodibility, threads):
-    """Run droplets ``first .. first+count-1`` (strips dealt to ``threads`` groups);
-    returns (material carried off the grid, droplet steps taken)."""
-    rows, cols = height.shape
-    nstrips = (rows + STRIP_ROWS - 1) // STRIP_ROWS
-    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
-    ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
-    state = np.zeros((count, 7))
-    rng = np.empty(count, dtype=np.uint64)
-    steps = np.zeros(count, dtype=np.int64)
-    strip = np.empty(count, dtype=np.int64)
-    for k in range(count):
-        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + k))
+@njit(nogil=True, cache=True, error_model="numpy")
+def _start(seed, first, cdf, rows, cols, state, rng, strip, pending):
+    """Droplets ``first ..`` (one per row of ``state``) at their rain-weighted start
+    cells of a ``rows`` x ``cols`` grid: state, RNG state and strip; ``pending[s]``
+    counts the droplets of strip s."""
+    for k in range(state.shape[0]):
+        st = stream_state(seed, np.uint64(STREAM_ID), np.uint64(first + k))
         st, x, y = start_position(st, cdf, rows, cols)
         state[k, X] = x
         state[k, Y] = y
         state[k, W] = 1.0
         rng[k] = st
-        strip[k] = int(np.floor(y)) // STRIP_ROWS
+        s = int(np.floor(y)) // STRIP_ROWS
+        strip[k] = s
+        pending[s] += 1
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _run_strip(s, margin, p, state, rng, steps, strip, lost, height, bedrock, sediment,
+               eroded, deposited, erodibility):
+    """Run the droplets now in strip ``s``, in ascending index order, until each ends or
+    leaves the strip's band (``margin`` rows beyond it); ``lost[s]`` gains what leaves
+    the grid. Returns how many moved on to strip s - 1, to s + 1, and elsewhere (never).
+
+    Other strips' tasks may run meanwhile and write ``strip`` for their own droplets;
+    they never write the value ``s`` nor touch this band's cells (see run_batch)."""
+    rows, cols = height.shape
+    lo = max(s * STRIP_ROWS - margin, 0)
+    hi = min((s + 1) * STRIP_ROWS + margin, rows)
+    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
+    ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
+    up = 0
+    down = 0
+    stray = 0
+    for k in range(strip.size):
+        if strip[k] != s:
+            continue
+        res = _droplet_segment(k, lo, hi, state, rng, steps, p, rows, cols, hf, bf, sf, ef,
+                               df, kf)
+        if res == -1:
+            strip[k] = -1
+        elif res == -2:
+            lost[s] += state[k, S]
+            state[k, S] = 0.0
+            strip[k] = -1
+        else:
+            t = res // STRIP_ROWS
+            strip[k] = t
+            if t == s - 1:
+                up += 1
+            elif t == s + 1:
+                down += 1
+            else:
+                stray += 1
+    return up, down, stray
+
+
+def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, margin: int,
+               height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
+               eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray,
+               threads: int | None = None) -> tuple[float, int]:
+    """Run droplets ``first .. first+count-1`` on ``threads`` threads (default
+    :func:`parallel.threads`); returns (material carried off the grid, steps taken).
+
+    The strips run in passes: even strips in even passes, odd strips in odd ones, and a
+    strip's pass runs the droplets its neighbours handed it in their previous pass. A
+    strip's pass ``q`` can start as soon as the strip ended pass ``q - 2`` and both
+    neighbours ended pass ``q - 1``: it then sees exactly the droplets and cells it sees
+    when every pass waits for the whole grid, and strips running together are two or
+    more apart, whose bands never share a cell. So the result is the same on any number
+    of threads, and a thread never waits for a pass of the whole grid to end (only for
+    its neighbours)."""
+    rows, cols = height.shape
+    nstrips = (rows + STRIP_ROWS - 1) // STRIP_ROWS
+    state = np.zeros((count, 7))
+    rng = np.empty(count, dtype=np.uint64)
+    steps = np.zeros(count, dtype=np.int64)
+    strip = np.empty(count, dtype=np.int64)
+    pending = np.zeros(nstrips, dtype=np.int64)
     lost = np.zeros(nstrips)
-    counts = np.zeros(nstrips + 1, dtype=np.int64)
-    order = np.empty(count, dtype=np.int64)
-    dealt = np.empty(nstrips, dtype=np.int64)
-    starts = np.empty(nstrips + 1, dtype=np.int64)
-    live = count
-    while live > 0:
-        for parity in range(2):
-            counts[:] = 0
-            for k in range(count):
-                s = strip[k]
-                if s >= 0 and s % 2 == parity:
-                    counts[s + 1] += 1
-            for s in range(nstrips):
-                counts[s + 1] += counts[s]
-            fill = counts[:-1].copy()
-            for k in range(count):
-                s = strip[k]
-                if s >= 0 and s % 2 == parity:
-                    order[fill[s]] = k
-                    fill[s] += 1
-            active = np.empty(nstrips, dtype=np.int64)
-            nactive = 0
-            for s in range(parity, nstrips, 2):
-                if counts[s + 1] > counts[s]:
-                    active[nactive] = s
-                    nactive += 1
-            groups = min(threads, nactive)  # one group of strips a thread
-            deal_strips(counts, active, nactive, groups, dealt, starts)
-            for g in prange(groups):
-                for t in range(starts[g], starts[g + 1]):
-                    s = dealt[t]
-                    lo = max(s * STRIP_ROWS - margin, 0)
-                    hi = min((s + 1) * STRIP_ROWS + margin, rows)
-                    for j in range(counts[s], counts[s + 1]):
-                        k = order[j]
-                        res = _droplet_segment(k, lo, hi, state, rng, steps, p, rows, cols, hf, bf,
-                                               sf, ef, df, kf)
-                        if res == -1:
-                            strip[k] = -1
-                        elif res == -2:
-                            lost[s] += state[k, S]
-                            state[k, S] = 0.0
-                            strip[k] = -1
-                        else:
-                            strip[k] = res // STRIP_ROWS
-        live = 0
-        for k in range(count):
-            if strip[k] >= 0:
-                live += 1
-    # plain loops: in a parallel function numba turns ``lost.sum()`` into a threaded
-    # reduction whose rounding depends on the thread count
+    _start(np.uint64(seed), first, cdf, rows, cols, state, rng, strip, pending)
+    done = [s % 2 - 2 for s in range(nstrips)]  # the last pass each strip has ended
+    queued = [False] * nstrips
+    live = [count]
+    never = 1 << 62  # a missing neighbour is always ahead
+    # a droplet's segments are one pass apart and take a step or more each, and a
+    # strip with no droplet runs at most one pass a strip ahead of the nearest with one
+    last_pass = p.max_steps + nstrips + 4
+
+    def ended(s: int) -> int:
+        return done[s] if 0 <= s < nstrips else never
+
+    def do(task: tuple[int, int]) -> tuple[int, int, int]:
+        s = task[0]
+        if pending[s] == 0:
+            return 0, 0, 0
+        return _run_strip(s, margin, p, state, rng, steps, strip, lost, height, bedrock,
+                          sediment, eroded, deposited, erodibility)
+
+    def then(task: tuple[int, int], moved: tuple[int, int, int]) -> list[tuple[int, int]]:
+        up, down, stray = moved
+        if stray:
+            raise RuntimeError("a droplet skipped a strip")  # cannot happen: one-cell steps
+        todo, ready = [task], []
+        while todo:  # strips with no droplet end their pass here, in one go
+            s, q = todo.pop()
+            if (s, q) == task:
+                live[0] -= int(pending[s]) - up - down
+                pending[s] = 0
+                if up:
+                    pending[s - 1] += up
+                if down:
+                    pending[s + 1] += down
+            done[s] = q
+            queued[s] = False
+            if live[0] == 0:
+                continue
+            for t in (s - 1, s + 1):
+                nxt = ended(t) + 2
+                if (0 <= t < nstrips and not queued[t] and ended(t - 1) >= nxt - 1
+                        and ended(t + 1) >= nxt - 1):
+                    if nxt > last_pass:
+                        raise RuntimeError("droplet strips out of step")  # a bug: not a hang
+                    queued[t] = True
+                    (ready if pending[t] else todo).append((t, nxt))
+        return ready
+
+    first_tasks = []
+    for s in range(0, nstrips, 2):
+        queued[s] = True
+        first_tasks.append((s, 0))
+    parallel.run(first_tasks, do, then, threads)
     total = 0.0
     for s in range(nstrips):
-        total += lost[s]
-    nsteps = 0
-    for k in range(count):
-        nsteps += steps[k]
-    return total, nsteps
+        total += float(lost[s])
+    return total, int(steps.sum())
 
 
 def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
@@ -419,13 +474,12 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
     if cdf is None:
         cdf = rain_cdf(terrain.rain)
     lost, nsteps = _run_batch(
-        np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
+        seed & 0xFFFFFFFFFFFFFFFF, first, count,
         params.kernel(terrain.shape, terrain.cell_size), cdf,
         strip_margin(params.brush_cells(terrain.cell_size)), height, terrain.bedrock,
-        terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility,
-        get_num_threads())
+        terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
     terrain.outflow += lost
-    return int(nsteps)
+    return nsteps
 
 
 PROCESS = Process(

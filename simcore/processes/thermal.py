@@ -49,9 +49,10 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ..kernels import exchange, prange_only, put_at, transfer
+from .. import parallel
+from ..kernels import exchange, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -142,14 +143,15 @@ def _creep_factor(drop, dist, talus):
     return w * f
 
 
-@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
-def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_share,
-          creep_share, row_excess):
-    """Weather and work out what every cell sends: ``talus_share`` (per unit of talus
-    excess towards a neighbour) and ``creep_share`` (scale of the creep flux).
-    ``row_excess[r]``: the largest excess in row r."""
+@njit(nogil=True, cache=True, error_model="numpy")
+def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibility,
+          talus_share, creep_share, row_excess):
+    """Weather rows ``first .. last - 1`` and work out what each of their cells sends:
+    ``talus_share`` (per unit of talus excess towards a neighbour) and ``creep_share``
+    (scale of the creep flux). ``row_excess[r]``: the largest excess in row r. Rows are
+    independent (a cell writes only itself), so row bands may run on several threads."""
     rows, cols = height.shape
-    for r in prange(rows):
+    for r in range(first, last):
         r0 = max(r - 1, 0)
         r1 = min(r + 1, rows - 1)
         worst = 0.0
@@ -194,13 +196,14 @@ def _send(k, height, bedrock, sediment, eroded, deposited, erodibility, talus_sh
         row_excess[r] = worst
 
 
-@njit(nogil=True, cache=True, parallel=prange_only(), error_model="numpy")
-def _receive(k, height, bedrock, sediment, eroded, deposited, talus_share, creep_share,
-             new_height):
-    """Apply one sweep: every cell loses what it sent and gains its share of what each
-    higher neighbour sent. Reads ``height`` (state before the sweep), writes the rest."""
+@njit(nogil=True, cache=True, error_model="numpy")
+def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus_share,
+             creep_share, new_height):
+    """Apply one sweep to rows ``first .. last - 1``: every cell loses what it sent and
+    gains its share of what each higher neighbour sent. Reads ``height`` (state before
+    the sweep) and the shares, writes its own cells only."""
     rows, cols = height.shape
-    for r in prange(rows):
+    for r in range(first, last):
         r0 = max(r - 1, 0)
         r1 = min(r + 1, rows - 1)
         for c in range(cols):
@@ -300,11 +303,21 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     row_excess = np.zeros(height.shape[0])
     sweeps = 0
 
+    threads = parallel.threads()
+    bands = parallel.chunks(height.shape[0], 1 if threads == 1 else 4 * threads)
+
+    def send(k: _Kernel, band: tuple[int, int]) -> None:
+        _send(k, band[0], band[1], height, terrain.bedrock, terrain.sediment,
+              terrain.eroded, terrain.deposited, terrain.erodibility, talus_share,
+              creep_share, row_excess)
+
+    def receive(k: _Kernel, band: tuple[int, int]) -> None:
+        _receive(k, band[0], band[1], height, terrain.bedrock, terrain.sediment,
+                 terrain.eroded, terrain.deposited, talus_share, creep_share, scratch)
+
     def sweep(k: _Kernel) -> float:
-        _send(k, height, terrain.bedrock, terrain.sediment, terrain.eroded,
-              terrain.deposited, terrain.erodibility, talus_share, creep_share, row_excess)
-        _receive(k, height, terrain.bedrock, terrain.sediment, terrain.eroded,
-                 terrain.deposited, talus_share, creep_share, scratch)
+        parallel.run(bands, lambda band: send(k, band), count=threads)
+        parallel.run(bands, lambda band: receive(k, band), count=threads)
         height[...] = scratch
         return float(row_excess.max())
 
