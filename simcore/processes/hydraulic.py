@@ -4,8 +4,10 @@ Deterministic on any number of threads: the grid is cut into horizontal strips o
 ``STRIP_ROWS`` rows. A droplet belongs to the strip its cell is in and may wander
 ``margin`` rows beyond it; when it leaves that band it is handed to the neighbour strip.
 Even strips run together, then odd strips, and so on until every droplet of the batch
-has ended. Strips running together never touch the same cells, and each strip runs its
-droplets in ascending index order, so the result is the same on 1 or N threads.
+has ended (a strip's pass starts as soon as its two neighbours have ended theirs, on
+pooled threads: simcore/parallel.py). Strips running together never touch the same
+cells, and each strip runs its droplets in ascending index order, so the result is the
+same on 1 or N threads.
 
 World units (resolution independence, docs/hillslopes.md): a droplet steps one cell,
 i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step applies
@@ -411,8 +413,9 @@ def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, ma
     live = [count]
     never = 1 << 62  # a missing neighbour is always ahead
     # a droplet's segments are one pass apart and take a step or more each, and a
-    # strip with no droplet runs at most one pass a strip ahead of the nearest with one
-    last_pass = p.max_steps + nstrips + 4
+    # strip with no droplet runs at most one pass a strip ahead of the nearest with one:
+    # twice that bound still ends a run the scheduler got wrong (a bug) instead of a hang
+    last_pass = 2 * (p.max_steps + nstrips) + 8
 
     def ended(s: int) -> int:
         return done[s] if 0 <= s < nstrips else never
