@@ -79,14 +79,19 @@ print("RESULT " + json.dumps({"1": once(1), "2": once(2)}))
 """
 
 
-def _shares(n: int, particles: int) -> dict:
-    """Default preset, 1 and 2 threads, seconds per process (same process, same work)."""
-    run = subprocess.run([sys.executable, "-c", SHARES, str(n), str(particles)],
+def _child(code: str, n: int, particles: int) -> dict:
+    """Run ``code`` in a fresh interpreter on an n² grid; its RESULT line."""
+    run = subprocess.run([sys.executable, "-c", code, str(n), str(particles)],
                          capture_output=True, text=True, cwd=ROOT)
     line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
     if not line:
         raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])
-    r = json.loads(line[0][7:])
+    return json.loads(line[0][7:])
+
+
+def _shares(n: int, particles: int) -> dict:
+    """Default preset, 1 and 2 threads, seconds per process (same process, same work)."""
+    r = _child(SHARES, n, particles)
     one, two = r["1"], r["2"]
     glue = one["total"] - sum(v for k, v in one.items() if k != "total")
     serial = (one.get("hydrology", 0.0) + one.get("trees", 0.0) + glue) / one["total"]
@@ -98,15 +103,6 @@ def _shares(n: int, particles: int) -> dict:
             "max_speedup_2": round(1 / (serial + (1 - serial) / 2), 2)}
 
 
-def _case(n: int, particles: int) -> dict:
-    run = subprocess.run([sys.executable, "-c", SCRIPT, str(n), str(particles)],
-                         capture_output=True, text=True, cwd=ROOT)
-    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
-    if not line:
-        raise RuntimeError(run.stdout[-2000:] + run.stderr[-2000:])
-    return json.loads(line[0][7:])
-
-
 def run(quick: bool) -> list[dict]:
     sizes = [(256, 100_000)] if quick else [(256, 100_000), (512, 400_000)]
     rows = []
@@ -116,7 +112,7 @@ def run(quick: bool) -> list[dict]:
             spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         try:
             for n, particles in sizes:
-                r = _case(n, particles)
+                r = _child(SCRIPT, n, particles)
                 rows.append({"name": f"droplets, {'one core busy' if busy else 'idle'}",
                              "grid": n, "particles": particles, "t1_s": r["t1"],
                              "t2_s": r["t2"], "ratio": r["t2"] / r["t1"],
