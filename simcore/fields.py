@@ -37,6 +37,9 @@ class Field:
     color: str | None = None
     #: point-domain float attribute with the exact value (lengths in local units)
     exact: str | None = None
+    #: a record of material that entered the ground from outside the grid here (uplift):
+    #: the mass budget counts it as an input, the protect mask holds it back like ground
+    source: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

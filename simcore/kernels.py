@@ -79,6 +79,16 @@ def transfer(k, from_sed, from_rock, lay, height, bedrock, sediment, eroded, dep
 
 
 @njit(cache=True)
+def uplift_at(k, amount, height, bedrock, uplifted):
+    """Raise the bedrock of cell ``k`` by ``amount`` >= 0 (cell units) from below the
+    grid (tectonic uplift): the one way material enters the ground, booked in
+    ``uplifted``. ``height`` is kept as bedrock + sediment."""
+    bedrock[k] += amount
+    height[k] += amount
+    uplifted[k] += amount
+
+
+@njit(cache=True)
 def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
     """At cell ``k`` remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by
     erodibility) and lay ``lay`` >= 0 of sediment down (:func:`transfer`, height

@@ -73,3 +73,43 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     b = b.ravel() - b.mean()
     den = float(np.sqrt((a * a).sum() * (b * b).sum()))
     return float((a * b).sum()) / den if den > 0 else 0.0
+
+
+def closed_basin_share(height: np.ndarray, cell_size: float, min_depth: float = 1.0) -> float:
+    """Share of the map (0..1) inside closed depressions deeper than ``min_depth`` world
+    units (``height`` in cell units; the grid's edges are outlets)."""
+    from .drainage import depression_depth
+    return float((depression_depth(height) * cell_size > min_depth).mean())
+
+
+def slope_area(height: np.ndarray, cell_size: float, min_cells: float = 10.0,
+               bins: int = 12) -> dict[str, float]:
+    """Channel steepness against drainage area: the fit ``S = k A^-theta`` over the
+    cells draining at least ``min_cells`` cells (D8 on the depression-filled surface),
+    log-binned (median slope per bin). Returns theta (the concavity), the fit's r²
+    and the number of bins used. ``height`` in cell units."""
+    from .drainage import route
+    world = height * cell_size
+    flow = route(world, cell_size)
+    h = world.reshape(-1)
+    area = flow.area.reshape(-1)
+    slope = (h - h[flow.receiver]) / flow.distance
+    use = (flow.receiver != np.arange(h.size)) & (slope > 0) & (
+        area >= min_cells * cell_size * cell_size) & (flow.lake_depth.reshape(-1) <= 0)
+    if use.sum() < 10:
+        return {"theta": float("nan"), "r2": float("nan"), "bins": 0}
+    la, ls = np.log10(area[use]), np.log10(slope[use])
+    edges = np.linspace(la.min(), la.max() + 1e-9, bins + 1)
+    xs, ys = [], []
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        sel = (la >= lo) & (la < hi)
+        if sel.sum() >= 3:
+            xs.append(float(np.median(la[sel])))
+            ys.append(float(np.median(ls[sel])))
+    if len(xs) < 3:
+        return {"theta": float("nan"), "r2": float("nan"), "bins": len(xs)}
+    fit = np.polyfit(xs, ys, 1)
+    pred = np.polyval(fit, xs)
+    ss = float(((np.array(ys) - np.mean(ys)) ** 2).sum())
+    r2 = 1.0 - float(((np.array(ys) - pred) ** 2).sum()) / ss if ss > 0 else 0.0
+    return {"theta": float(-fit[0]), "r2": r2, "bins": len(xs)}

@@ -49,6 +49,10 @@ class Process:
     #: this grid cannot show what the params make (dunes smaller than a few cells);
     #: the CLI prints it, the add-on reports it when a run starts
     advice: Callable[[Params, float], str | None] | None = None
+    #: for processes with a fixed amount of work (landscape: its age in time steps):
+    #: ``passes(params) -> int`` passes in all; a run lasts at least the rounds they
+    #: need, and passes beyond do nothing. None: the work is the run's particles
+    passes: Callable[[Params], int] | None = None
 
     @property
     def moves_water(self) -> bool:

@@ -93,7 +93,8 @@ class Simulation:
         self.processes = {n: processes[n] for n in PROCESSES if n in processes}
         self.seed = int(seed)
         self.per_round = sum(int(p.batch) for p in self.processes.values())  # type: ignore
-        self.target_rounds = rounds_done + math.ceil(particles / self.per_round)
+        self.target_rounds = max(rounds_done + math.ceil(particles / self.per_round),
+                                 self._fixed_rounds())
         self.rounds_done = int(rounds_done)
         self.start_rounds = int(rounds_done)
         self.steps = 0
@@ -108,8 +109,19 @@ class Simulation:
                 if PROCESSES[n].per_rain is not None else p)
             for n, p in self.processes.items()}
         #: material put back by the protect mask (cell units x cells): the mass budget is
-        #: total_material() + outflow - protect_held == the starting total
+        #: total_material() + outflow - protect_held - (source records' growth, uplift)
+        #: == the starting total
         self.protect_held = 0.0
+
+    def _fixed_rounds(self) -> int:
+        """Rounds the processes with a fixed amount of work need in all (Process.passes:
+        the landscape's age), counted from round 0."""
+        need = 0
+        for name, params in self.processes.items():
+            passes = PROCESSES[name].passes
+            if passes is not None:
+                need = max(need, math.ceil(passes(params) / int(params.batch)))  # type: ignore
+        return need
 
     def advice(self) -> list[str]:
         """Sentences for the user about what this grid cannot show (Process.advice)."""
@@ -138,7 +150,7 @@ class Simulation:
         r = self.rounds_done
         for name, params in self._run_params.items():
             batch = int(params.batch)  # type: ignore[attr-defined]
-            held = protect_begin(self.terrain)  # masks: the protect map
+            held = protect_begin(self.terrain, _sources(name))  # masks: the protect map
             surface = self._water_surface(name)
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
@@ -206,6 +218,12 @@ class Simulation:
 _PROTECTED = ("bedrock", "sediment", "eroded", "deposited")
 
 
+def _sources(name: str) -> tuple[str, ...]:
+    """The source records (Field.source: uplift) process ``name`` writes."""
+    from .processes import FIELDS
+    return tuple(f for f in PROCESSES[name].writes if f in FIELDS and FIELDS[f].source)
+
+
 @dataclasses.dataclass
 class _Held:
     """What :func:`protect_begin` changed for one process batch."""
@@ -215,9 +233,10 @@ class _Held:
     folded: np.ndarray  # sediment folded into the bedrock of those cells
     rock: np.ndarray  # their bedrock before the fold
     before: tuple[np.ndarray, ...]  # copies of _PROTECTED before the batch
+    sources: dict[str, np.ndarray]  # copies of the source records the batch may write
 
 
-def protect_begin(terrain: Terrain) -> _Held | None:
+def protect_begin(terrain: Terrain, sources: tuple[str, ...] = ()) -> _Held | None:
     """Prepare a process batch on a terrain with a protect mask (None: nothing to do).
 
     Inside the batch (every process, no process code involved): protected cells dig
@@ -236,7 +255,8 @@ def protect_begin(terrain: Terrain) -> _Held | None:
     terrain.erodibility = scaled
     rock = terrain.bedrock.reshape(-1)
     sed = terrain.sediment.reshape(-1)
-    held = _Held(cells, own, sed[cells].copy(), rock[cells].copy(), before)
+    held = _Held(cells, own, sed[cells].copy(), rock[cells].copy(), before,
+                 {n: getattr(terrain, n).copy() for n in sources})
     rock[cells] += held.folded
     sed[cells] = 0.0
     return held
@@ -259,5 +279,16 @@ def protect_end(terrain: Terrain, held: _Held | None, height: np.ndarray) -> flo
     sed[c] += column - real_rock
     flat = [a.reshape(-1) for a in held.before]
     now = [getattr(terrain, n).reshape(-1) for n in _PROTECTED]
-    return float(hold_protected(terrain.protect.reshape(-1), *flat, height.reshape(-1),
-                                *now))
+    put_back = float(hold_protected(terrain.protect.reshape(-1), *flat, height.reshape(-1),
+                                    *now))
+    # material that entered from below (uplift) is held back like the ground it
+    # raised: the record keeps 1 - protect of it, and the part held back is booked
+    keep = 1.0 - terrain.protect.reshape(-1)[c]
+    for name, old in held.sources.items():
+        record = getattr(terrain, name).reshape(-1)
+        raw = record[c]
+        kept = np.where(keep > 0.0, old.reshape(-1)[c] + keep * (raw - old.reshape(-1)[c]),
+                        old.reshape(-1)[c])
+        record[c] = kept
+        put_back += float((raw - kept).sum())
+    return put_back

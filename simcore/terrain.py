@@ -171,6 +171,16 @@ class Terrain:
         """Sum of bedrock + sediment over the grid (cell units x cells)."""
         return float(self.bedrock.sum() + self.sediment.sum())
 
+    def sources(self) -> np.ndarray:
+        """Material that entered the ground from below at each cell so far (the source
+        records, ``Field.source``: uplift), cell units; the mass budget is
+        total_material() + outflow - sources().sum() == the start's total."""
+        total = np.zeros(self.shape)
+        for name, f in fields().items():
+            if f.source:
+                total += getattr(self, name)
+        return total
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Every terrain array by name, in the order of :func:`fields`."""
         arrays = self.__dict__["_arrays"]

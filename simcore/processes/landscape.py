@@ -1,0 +1,302 @@
+"""Landscape evolution: uplift against river incision and hillslope transport, over
+geological time (docs/landscape.md).
+
+One *pass* is one time step of ``time_step`` years (the last one shortened so the
+passes add up to ``age``):
+
+1. Uplift: rock rises by ``uplift * uplift map * dt`` everywhere but at the outlets
+   (the grid's edges: base level, fixed).
+2. Drainage (:mod:`simcore.drainage`): D8 receivers on the depression-filled surface,
+   the stack and the drainage area (world units² x the rain map), so rivers cross
+   closed basins over their spill points.
+3. River incision, stream power ``E = K A^m S^n`` (K scaled by the erodibility map),
+   solved implicitly along the stack from the outlets up (Braun & Willett 2013; Newton
+   iterations for n != 1), so any time step is stable. Cells under a lake (below their
+   spill level) do not incise; a river entering a lake incises down to its surface.
+4. Sediment (transport-length model of Davy & Lague 2009, as in Yuan et al. 2019):
+   the material a river carries, ``Qs``, is passed downstream; a cell keeps
+   ``G Qs / Q`` of it per unit of its area (Q: the water discharge, here the weighted
+   drainage area), so rivers drop sediment where they slow on gentle, wide floors
+   (fans, flat valley floors); lakes trap what enters them up to their spill level
+   (deltas fill them from the shore). ``deposition = 0`` is pure stream power.
+   After a batch, ``pool`` holds the lakes: every closed depression filled with water
+   to its spill level.
+5. Hillslope diffusion ``dh/dt = D lap(h)``, implicit in x then in y (tridiagonal
+   solves; the order alternates every pass), stable for any step and monotone.
+
+The ground changes through the mass primitives: uplift through
+:func:`kernels.uplift_at` (booked in ``uplifted``), erosion takes sediment first then
+rock, deposits are sediment; what leaves at the outlets is ``terrain.outflow``. Every
+step is serial and exact, so the result is the same on any number of threads and the
+seed is not used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from numba import njit
+
+from .. import drainage
+from ..fields import Field
+from ..kernels import transfer, uplift_at
+from ..params import Params, param
+from ..process import Process
+from ..terrain import Terrain
+
+STREAM_ID = 8  # reserved RNG stream; the passes need no random numbers
+_NEWTON_TOL = 1e-10  # world units
+_NEWTON_STEPS = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class LandscapeParams(Params):
+    """Landscape evolution parameters, physical units (m = world units, yr = years)."""
+
+    age: float = param(1.0e6, 0.0, 1.0e9, "yr",
+                       "years of evolution the run adds up to", soft_hi=1.0e7)
+    time_step: float = param(1.0e4, 1.0, 1.0e7, "yr",
+                             "years per pass (any step is stable; shorter is more exact)",
+                             soft_hi=1.0e5)
+    uplift: float = param(1.0e-3, 0.0, 0.1, "m/yr",
+                          "rock uplift rate (x the uplift map); 1e-3 = 1 mm/yr, an active "
+                          "range", soft_hi=0.01)
+    k: float = param(1.0e-5, 0.0, 1.0, "m^(1-2m)/yr",
+                     "stream power erodibility K in E = K A^m S^n (x the erodibility map)",
+                     soft_hi=1.0e-3)
+    m: float = param(0.45, 0.0, 2.0, "-", "drainage area exponent m")
+    n: float = param(1.0, 0.5, 4.0, "-", "slope exponent n (1 = linear; m/n is the "
+                     "concavity of river profiles)")
+    diffusivity: float = param(0.01, 0.0, 100.0, "m^2/yr",
+                               "hillslope diffusivity D: rounds ridges and hilltops",
+                               soft_hi=1.0)
+    head_area: float = param(1.0e5, 0.0, 1e9, "m^2",
+                             "smallest drainage area the stream law sees: hollows smaller "
+                             "than this incise like it, so finer cells do not steepen the "
+                             "hilltops (the same land at any cell size)", soft_hi=1e5)
+    deposition: float = param(1.0, 0.0, 100.0, "-",
+                              "G of the transport-length model: how readily rivers drop "
+                              "their load on gentle floors (0 = none)", soft_hi=10.0)
+    batch: int = param(10, 1, 100_000, "passes", "time steps per batch", soft_hi=200)
+
+
+def steps(params: LandscapeParams) -> int:
+    """Passes (time steps) the run takes to reach ``age``."""
+    if params.age <= 0.0:
+        return 0
+    return max(1, math.ceil(params.age / params.time_step - 1e-9))
+
+
+def _step_years(params: LandscapeParams, k: int) -> float:
+    """Length of pass ``k`` (0-based): ``time_step``, the last one what is left of age."""
+    return min(params.time_step, params.age - k * params.time_step)
+
+
+@njit(cache=True, nogil=True)
+def _incise(h, level, lake, receiver, distance, stack, area, kfac, m, n, is_outlet):
+    """Implicit stream power along the stack (outlets first): h is changed in place
+    (world units); ``kfac`` = K dt x erodibility per cell; ``level`` the lake
+    surfaces before the step, ``lake`` 1 where a cell is under one."""
+    for t in range(stack.size):
+        i = stack[t]
+        r = receiver[i]
+        if r == i or is_outlet[i]:
+            continue
+        if lake[i]:  # under a lake: no incision
+            continue
+        h0 = h[i]
+        # a river entering a lake incises to its surface, else to its receiver's new
+        # height (receivers come first in the stack)
+        base = level[r] if lake[r] else h[r]
+        if base >= h0:
+            continue
+        f = kfac[i] * area[i] ** m / distance[i] ** n
+        if f <= 0.0:
+            continue
+        if n == 1.0:
+            h[i] = (h0 + f * base) / (1.0 + f)
+        else:  # Newton on x - h0 + f (x - base)^n = 0, base < x <= h0
+            x = h0
+            for _ in range(_NEWTON_STEPS):
+                d = x - base
+                g = x - h0 + f * d ** n
+                dg = 1.0 + n * f * d ** (n - 1.0)
+                nx = x - g / dg
+                if nx <= base:
+                    nx = base + 0.5 * (x - base)
+                if abs(nx - x) <= _NEWTON_TOL:
+                    x = nx
+                    break
+                x = nx
+            h[i] = x
+
+
+@njit(cache=True, nogil=True)
+def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_outlet):
+    """Carry what each cell eroded this step downstream (sources first) and lay part
+    of it down: a lake cell keeps what fits below its spill level, any other cell
+    ``G Qs / Q`` per unit area (transport-length model). Changes ``h`` in place;
+    returns the volume that left through the outlets (world units³)."""
+    qs = np.zeros(h.size)
+    out = 0.0
+    for t in range(stack.size - 1, -1, -1):
+        i = stack[t]
+        r = receiver[i]
+        load = qs[i] + (h_before[i] - h[i]) * cell_area  # what arrives + eroded here
+        if is_outlet[i] or r == i:
+            out += load
+            continue
+        if load <= 0.0:
+            qs[r] += load
+            continue
+        room = level[i] - h[i]
+        if level[i] > h_before[i]:  # a lake (never incised): fill it up to its spill level
+            lay = min(load, room * cell_area)
+            h[i] += lay / cell_area
+            qs[r] += load - lay
+            continue
+        if g > 0.0:
+            keep = g * cell_area / discharge[i]
+            passed = load / (1.0 + keep)
+            h[i] += (load - passed) / cell_area
+            qs[r] += passed
+        else:
+            qs[r] += load
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _tridiagonal_rows(h, alpha, cp, dp):
+    """Implicit diffusion along each interior row, in place: (1 + 2a) x_j - a (x_{j-1}
+    + x_{j+1}) = h_j for the interior cells, the first and last cell fixed (Thomas
+    algorithm; ``cp``, ``dp`` scratch of at least ``cols``)."""
+    rows, cols = h.shape
+    b = 1.0 + 2.0 * alpha
+    for i in range(1, rows - 1):
+        prev_c = 0.0
+        prev_d = 0.0
+        for j in range(1, cols - 1):
+            rhs = h[i, j]
+            if j == 1:
+                rhs += alpha * h[i, 0]
+            if j == cols - 2:
+                rhs += alpha * h[i, cols - 1]
+            den = b + alpha * prev_c
+            prev_c = -alpha / den
+            prev_d = (rhs + alpha * prev_d) / den
+            cp[j] = prev_c
+            dp[j] = prev_d
+        x = dp[cols - 2]
+        h[i, cols - 2] = x
+        for j in range(cols - 3, 0, -1):
+            x = dp[j] - cp[j] * x
+            h[i, j] = x
+
+
+def _diffuse(h: np.ndarray, alpha: float, rows_first: bool) -> None:
+    """One implicit diffusion step of ``alpha`` = D dt / dx² on ``h`` (2-D, world
+    units), split in x and y; the grid's edges keep their heights."""
+    if alpha <= 0.0:
+        return
+    rows, cols = h.shape
+    c = np.empty(max(rows, cols))
+    d = np.empty(max(rows, cols))
+    if rows_first:
+        _tridiagonal_rows(h, alpha, c, d)
+        t = np.ascontiguousarray(h.T)
+        _tridiagonal_rows(t, alpha, c, d)
+        h[...] = t.T
+    else:
+        t = np.ascontiguousarray(h.T)
+        _tridiagonal_rows(t, alpha, c, d)
+        h[...] = t.T
+        _tridiagonal_rows(h, alpha, c, d)
+
+
+@njit(cache=True, nogil=True)
+def _apply(h_new, h_start, lift, cell, height, bedrock, sediment, eroded, deposited,
+           uplifted):
+    """Write one step into the terrain (cell units) through the primitives: uplift,
+    then the net change (erosion takes sediment first, deposits are sediment)."""
+    for k in range(h_new.size):
+        if lift[k] != 0.0:
+            uplift_at(k, lift[k] / cell, height, bedrock, uplifted)
+        change = (h_new[k] - h_start[k]) / cell
+        if change < 0.0:
+            from_sed = min(-change, sediment[k])
+            transfer(k, from_sed, -change - from_sed, 0.0, height, bedrock, sediment,
+                     eroded, deposited)
+        elif change > 0.0:
+            transfer(k, 0.0, 0.0, change, height, bedrock, sediment, eroded, deposited)
+
+
+def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.ndarray,
+           rows_first: bool = True) -> dict[str, float]:
+    """One time step of ``years`` on ``terrain`` in place (``height`` kept as bedrock +
+    sediment, cell units). Returns the step's books in cell units x cells: ``uplift``
+    (rock raised), ``rivers_out`` (sediment the rivers carried out at the outlets) and
+    ``hillslopes_out`` (what diffusion carried across the edges); the terrain's
+    ``outflow`` grows by the last two."""
+    cell = terrain.cell_size
+    shape = terrain.shape
+    outlet = drainage.edge_outlets(shape)
+    is_outlet = outlet.reshape(-1)
+    lift = (params.uplift * years * terrain.uplift).reshape(-1) * (1 - is_outlet)
+    h = height.reshape(-1) * cell + lift  # world units, after uplift
+    h_start = h.copy()
+    flow = drainage.route(h.reshape(shape), cell, outlet=outlet, weight=terrain.rain)
+    level = flow.level.reshape(-1)
+    area = np.maximum(flow.area.reshape(-1), params.head_area)
+    kfac = (params.k * years) * terrain.erodibility.reshape(-1)
+    lake = (level > h).astype(np.uint8)
+    _incise(h, level, lake, flow.receiver, flow.distance, flow.stack, area, kfac, params.m,
+            params.n, is_outlet)
+    out = _deposit(h, h_start, level, flow.receiver, flow.stack, flow.area.reshape(-1),
+                   cell * cell, params.deposition, is_outlet)
+    before_diffusion = float(h.sum())
+    _diffuse(h.reshape(shape), params.diffusivity * years / (cell * cell), rows_first)
+    books = {"uplift": float(lift.sum()) / cell, "rivers_out": out / cell ** 3,
+             "hillslopes_out": (before_diffusion - float(h.sum())) / cell}
+    # the edges never change (base level): what reached them left the grid; the outflow
+    # is booked from the totals, so the budget closes to rounding
+    before = float(height.sum())
+    _apply(h, h_start, lift, cell, height.reshape(-1), terrain.bedrock.reshape(-1),
+           terrain.sediment.reshape(-1), terrain.eroded.reshape(-1),
+           terrain.deposited.reshape(-1), terrain.uplifted.reshape(-1))
+    terrain.outflow += books["uplift"] - (float(height.sum()) - before)
+    return books
+
+
+def run_batch(terrain: Terrain, params: LandscapeParams, seed: int, first: int, count: int,
+              height: np.ndarray, cdf: np.ndarray | None = None) -> int:
+    """Passes ``first .. first+count-1`` (time steps); passes past ``age`` do nothing.
+    Returns the cell updates done."""
+    del seed, cdf  # deterministic, no rain sampling
+    total = steps(params)
+    done = 0
+    for k in range(first, min(first + count, total)):
+        evolve(terrain, params, _step_years(params, k), height, rows_first=k % 2 == 0)
+        done += height.size
+    if done:  # water stands in every closed depression, up to its spill level
+        terrain.pool[...] = drainage.depression_depth(height)
+    return done
+
+
+FIELDS = (
+    Field("uplift", "factor", "relative rock uplift rate (x the landscape's uplift)",
+          default=1.0, lo=0.0, hi=100.0, input=True),
+    Field("uplifted", "length", "rock raised by tectonic uplift here so far", lo=0.0,
+          exact="te_uplifted", source=True),
+)
+
+# first in a round: the large-scale valleys, then particles add the detail
+PROCESS = Process(
+    "landscape", LandscapeParams, run_batch, "Landscape evolution",
+    "uplift against river incision and hillslope diffusion over geological time: "
+    "trunk valleys, tributaries, drained basins, lakes and fans (docs/landscape.md)",
+    order=5, stream=STREAM_ID,
+    reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
+    writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool"),
+    fields=FIELDS, passes=steps)

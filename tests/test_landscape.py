@@ -1,0 +1,135 @@
+"""Landscape evolution (simcore/processes/landscape.py): steady state, concavity,
+drained land with lakes at their spill levels, books, age, resolution, bad input.
+The contract every process keeps (mass, determinism at any thread count, protect,
+untouched arrays) is tests/test_contract.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simcore import landforms
+from simcore.formats.presets import load_preset, preset_files
+from simcore.noise import upland_terrain
+from simcore.params import ParameterError
+from simcore.processes import landscape
+from simcore.simulation import Simulation, process_params
+from simcore.terrain import Terrain, TerrainError
+from tests.test_drainage import reference_fill
+
+
+def _noise(size: int, seed: int = 1) -> np.ndarray:
+    h = np.random.default_rng(seed).random((size, size))
+    h[0, :] = h[-1, :] = h[:, 0] = h[:, -1] = 0.0
+    return h
+
+
+@pytest.mark.parametrize("m,n,k", [(0.45, 1.0, 2e-5), (0.6, 1.5, 2e-6)])
+def test_uniform_uplift_reaches_steady_state_with_concavity_m_over_n(m, n, k):
+    """Pure stream power under uniform uplift: erosion balances uplift everywhere, and
+    channel slope falls with drainage area as A^-(m/n)."""
+    t = Terrain.from_heights(_noise(48), 100.0)
+    p = landscape.LandscapeParams(uplift=1e-3, k=k, m=m, n=n, diffusivity=0.0,
+                                  deposition=0.0, time_step=2e4, head_area=0.0)
+    height = t.height()
+    relief = []
+    for step in range(1200):
+        landscape.evolve(t, p, p.time_step, height, rows_first=step % 2 == 0)
+        relief.append(np.ptp(height))
+    before = t.world_height()
+    landscape.evolve(t, p, p.time_step, height)
+    rate = (t.world_height() - before)[1:-1, 1:-1] / (p.uplift * p.time_step)
+    assert np.abs(rate).max() <= 0.01, "uplift = erosion everywhere within 1%"
+    assert relief[-1] == pytest.approx(relief[-100], rel=1e-3), "relief stopped growing"
+    fit = landforms.slope_area(t.height(), 100.0, min_cells=1)
+    assert fit["theta"] == pytest.approx(m / n, abs=0.05)
+    assert fit["r2"] > 0.99
+
+
+def test_uplift_and_the_age_add_up_exactly():
+    """The passes add up to the age (the last one shortened); interior rock rises by
+    uplift x age x the uplift map, the edges (base level) not at all."""
+    h = upland_terrain(24, seed=3)
+    lift_map = np.linspace(0.0, 2.0, 24)[None, :].repeat(24, 0)
+    t = Terrain.from_heights(h, 30.0, uplift=lift_map)
+    p = process_params("landscape", {"age": 95_000.0, "time_step": 10_000.0, "batch": 3,
+                                     "uplift": 2e-3})
+    assert landscape.steps(p) == 10
+    sim = Simulation(t, {"landscape": p}, particles=1)
+    sim.run()
+    assert sim.rounds_done == 4  # ceil(10 passes / 3 a round), not the 1 particle
+    want = 2e-3 * 95_000.0 * lift_map / 30.0
+    want[0, :] = want[-1, :] = want[:, 0] = want[:, -1] = 0.0
+    assert np.allclose(t.uplifted, want, rtol=1e-12, atol=1e-12)
+
+
+def test_books_close_step_by_step():
+    """What goes out at the edges is what the rivers carried there plus what the
+    hillslopes diffused across them; uplift in, outflow out, the rest is the ground."""
+    t = Terrain.from_heights(upland_terrain(40, seed=5), 30.0)
+    p = landscape.LandscapeParams(deposition=1.0, diffusivity=0.5, k=5e-5)
+    height = t.height()
+    lake_fill = 0.0
+    for step in range(12):
+        total0, out0 = t.total_material(), t.outflow
+        pool0 = landforms.closed_basin_share(height, 30.0, 0.0)
+        books = landscape.evolve(t, p, p.time_step, height, rows_first=step % 2 == 0)
+        lake_fill += pool0
+        gone = t.outflow - out0
+        assert gone == pytest.approx(books["rivers_out"] + books["hillslopes_out"],
+                                     rel=1e-9, abs=1e-9)
+        assert t.total_material() - total0 == pytest.approx(books["uplift"] - gone,
+                                                            rel=1e-9, abs=1e-6)
+        assert books["rivers_out"] >= 0.0
+    assert np.array_equal(t.height(), height)
+
+
+def test_drained_land_has_lakes_only_at_their_spill_levels():
+    """On the generated uplands (a fifth of the map in closed basins deeper than 1 m),
+    the young range drains the land through one network: what basins remain hold
+    lakes, each surface at its spill level (an independent priority-flood)."""
+    h = upland_terrain(96, seed=4)
+    t = Terrain.from_heights(h, 30.0)
+    assert landforms.closed_basin_share(t.height(), 30.0) > 0.1
+    preset = load_preset(preset_files()["young_range"])
+    Simulation(t, {"landscape": preset.params["landscape"]}, particles=1).run()
+    height = t.height()
+    assert landforms.closed_basin_share(height, 30.0) < 0.01
+    assert np.array_equal(t.pool, reference_fill(height) - height)
+    water = t.pool > 0
+    assert water.mean() < 0.01
+    assert np.all(np.isclose((height + t.pool)[water], reference_fill(height)[water]))
+
+
+def test_the_same_world_at_two_resolutions_evolves_alike():
+    """256² at 30 m and 512² at 15 m, one world, the process's defaults: the height
+    changes agree after block-averaging (r >= 0.9) and the relief within 5%."""
+    p = process_params("landscape", {"time_step": 2e4, "batch": 50})
+    out = {}
+    for size, cell in ((256, 30.0), (512, 15.0)):
+        h = upland_terrain(size, seed=4, cell_size=cell, relief=900.0)
+        t = Terrain.from_heights(h, cell)
+        Simulation(t, {"landscape": p}, particles=1).run()
+        out[size] = (h, t.world_height())
+    (h1, a1), (h2, a2) = out[256], out[512]
+    r = landforms.correlation(a1 - h1, landforms.block_mean(a2 - h2))
+    assert r >= 0.9
+    assert np.ptp(a2) == pytest.approx(np.ptp(a1), rel=0.05)
+
+
+@pytest.mark.parametrize("key,value", [
+    ("k", -1e-5), ("k", float("nan")), ("m", -0.1), ("n", 0.0), ("n", 50.0),
+    ("uplift", -1e-3), ("uplift", 5.0), ("age", -1.0), ("age", float("inf")),
+    ("time_step", 0.0), ("diffusivity", -1.0), ("deposition", -0.5)])
+def test_absurd_parameters_are_refused_with_their_range(key, value):
+    with pytest.raises(ParameterError, match=key):
+        process_params("landscape", {key: value})
+
+
+def test_a_nan_in_the_uplift_map_is_refused_before_anything_runs():
+    uplift = np.ones((8, 8))
+    uplift[2, 3] = np.nan
+    with pytest.raises(TerrainError, match="uplift.*NaN"):
+        Terrain.from_heights(np.zeros((8, 8)), 30.0, uplift=uplift)
+    with pytest.raises(TerrainError, match="at least 3x3"):
+        Terrain.from_heights(np.zeros((2, 8)), 30.0)
