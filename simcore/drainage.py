@@ -6,18 +6,21 @@ One call, :func:`route`, gives for a height grid
   its spill point (priority-flood, Barnes et al. 2014); ``level - height`` is the depth
   of the lake that would stand there, 0 outside depressions;
 * ``receiver``: single-flow (D8) receivers: each cell drains to its steepest lower
-  neighbour on the filled surface (``level`` plus an infinitesimal gradient across
-  lakes and flats, Priority-Flood+epsilon), so every cell drains to an outlet and
-  water crosses a lake over its spill point, like the basin graph of Cordonnier et al.
-  (2019) resolves it; outlets (the grid's edges by default) drain to themselves;
+  neighbour; a pit (no lower neighbour) drains over the spill point of its basin to
+  the cell beyond it, found on the basin graph of Cordonnier et al. (2019), so every
+  cell drains to an outlet and water crosses lakes; on land with pits everywhere
+  (fresh noise) the receivers follow the filled surface instead (Priority-Flood+
+  epsilon: ``level`` plus an infinitesimal gradient across lakes and flats); outlets
+  (the grid's edges by default) drain to themselves;
 * ``stack``: the cells ordered from the outlets upstream (Braun & Willett 2013): a
   cell comes after its receiver, so a pass in stack order meets receivers first and a
   pass in reverse order meets donors first;
 * ``area``: drainage area in world units² (optionally weighted per cell, e.g. by rain).
 
-The flood is Priority-Flood with a plain queue for the cells inside depressions (Barnes
-et al. 2014, "Priority-Flood+epsilon"): O(n log n) in the worst case, nearly O(n) on
-land with many pits; receivers, the stack and the areas are O(n). Everything is
+Receivers, the stack, the basins and the areas are O(n); the passes between basins
+are joined by Boruvka rounds (O(p log b) for p pass cells and b basins). The flood is
+Priority-Flood with a plain queue for the cells inside depressions (Barnes et al. 2014):
+O(n log n) in the worst case, used when more than one cell in MOST_PITS is a pit. Everything is
 serial and exact, so results never depend on the thread count. Heights may be in any
 unit; distances are in cells unless a cell size is given.
 """
@@ -30,7 +33,12 @@ import math
 import numpy as np
 from numba import njit
 
+from . import parallel
+
 _SQRT2 = math.sqrt(2.0)
+#: route() resolves pits on the basin graph up to one pit per this many cells; on land
+#: pitted more densely (fresh noise) one priority-flood is cheaper than sorting passes
+MOST_PITS = 64
 #: the 8 neighbours: row offset, column offset, distance in cells
 _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1], dtype=np.int64)
 _DC = np.array([-1, 0, 1, -1, 1, -1, 0, 1], dtype=np.int64)
@@ -146,15 +154,24 @@ def flood(height, outlet, level, routed):
                 size = _heap_push(keys, cells, size, h[j], j)
 
 
-@njit(cache=True, nogil=True)
 def steepest_receivers(routed, outlet, receiver, distance):
     """D8 receivers: each non-outlet cell drains to the neighbour with the steepest
     descent of ``routed`` (drop / distance in cells); outlets drain to themselves.
-    ``receiver`` (int64) and ``distance`` (cells) are flat arrays."""
+    ``receiver`` (int64) and ``distance`` (cells) are flat arrays. Bands of rows run on
+    the pooled threads (each cell on its own: the same result on any thread count)."""
+    rows, cols = routed.shape
+    bands = parallel.chunks(rows, 1 if parallel.threads() == 1 else 4 * parallel.threads())
+    parallel.run(bands, lambda band: _steepest_band(routed, outlet, receiver, distance,
+                                                    band[0] * cols, band[1] * cols))
+
+
+@njit(cache=True, nogil=True)
+def _steepest_band(routed, outlet, receiver, distance, lo, hi):
+    """:func:`steepest_receivers` for the flat cells ``lo .. hi-1``."""
     rows, cols = routed.shape
     fe = routed.reshape(-1)
     out = outlet.reshape(-1)
-    for k in range(rows * cols):
+    for k in range(lo, hi):
         receiver[k] = k
         distance[k] = 1.0
         if out[k]:
@@ -225,6 +242,182 @@ def accumulate(stack, receiver, weight, total):
             total[r] += total[k]
 
 
+@njit(cache=True, nogil=True)
+def _find(parent, a):
+    while parent[a] != a:
+        parent[a] = parent[parent[a]]
+        a = parent[a]
+    return a
+
+
+@njit(cache=True, nogil=True)
+def resolve_pits(height, outlet, receiver, distance, stack, level, most_pits):
+    """Route the closed depressions of a D8 receiver graph over their spill points, the
+    basin graph of Cordonnier et al. (2019): every basin draining to a pit is joined to
+    its neighbours at their lowest pass, the minimum spanning tree from the outlets
+    (Boruvka) gives each pit the pass it spills over, the pit drains to the cell beyond
+    it, and ``level`` is each basin's lake surface (the highest pass on its way out),
+    the priority-flood fill. ``receiver``, ``distance`` (cells) and ``stack`` are
+    updated in place. O(n) plus Boruvka rounds over the passes; returns -1 without
+    changing anything when there are more than ``most_pits`` pits (the caller floods
+    instead), else the number of pits."""
+    rows, cols = height.shape
+    n = rows * cols
+    h = height.reshape(-1)
+    out = outlet.reshape(-1)
+    lv = level.reshape(-1)
+    pits = 0
+    for k in range(n):
+        if receiver[k] == k and not out[k]:
+            pits += 1
+    if pits > most_pits:
+        return -1
+    for k in range(n):
+        lv[k] = h[k]
+    if pits == 0:
+        return 0
+    # basin of every cell: 0 = drains to an outlet, 1..pits = drains to that pit
+    basin = np.empty(n, dtype=np.int64)
+    pit_cell = np.empty(pits + 1, dtype=np.int64)
+    pit_cell[0] = -1
+    inside = np.empty(n, dtype=np.int64)  # the cells of the pits' basins
+    m_in = 0
+    b = 0
+    for t in range(n):
+        k = stack[t]
+        r = receiver[k]
+        if r == k:
+            if out[k]:
+                basin[k] = 0
+            else:
+                b += 1
+                basin[k] = b
+                pit_cell[b] = k
+        else:
+            basin[k] = basin[r]
+        if basin[k] > 0:
+            inside[m_in] = k
+            m_in += 1
+    # passes from the pits' basins to their neighbours (a pass between two pit basins
+    # is listed from both sides; Kruskal does not mind)
+    count = 0
+    for t in range(m_in):
+        k = inside[t]
+        r0 = k // cols
+        c0 = k - r0 * cols
+        for d in range(8):
+            r = r0 + _DR[d]
+            q = c0 + _DC[d]
+            if r < 0 or r >= rows or q < 0 or q >= cols:
+                continue
+            if basin[r * cols + q] != basin[k]:
+                count += 1
+    ea = np.empty(count, dtype=np.int64)
+    eb = np.empty(count, dtype=np.int64)
+    ez = np.empty(count)
+    m = 0
+    for t in range(m_in):
+        k = inside[t]
+        r0 = k // cols
+        c0 = k - r0 * cols
+        for d in range(8):
+            r = r0 + _DR[d]
+            q = c0 + _DC[d]
+            if r < 0 or r >= rows or q < 0 or q >= cols:
+                continue
+            j = r * cols + q
+            if basin[j] != basin[k]:
+                ea[m] = k
+                eb[m] = j
+                ez[m] = max(h[k], h[j])
+                m += 1
+    # minimum spanning tree of the basins (Boruvka: each round every component takes
+    # its lowest pass out, ties to the first listed; no sort of the passes)
+    parent = np.arange(pits + 1)
+    tree_a = np.empty(pits, dtype=np.int64)
+    tree_b = np.empty(pits, dtype=np.int64)
+    tree_z = np.empty(pits)
+    best = np.empty(pits + 1, dtype=np.int64)
+    used = 0
+    while used < pits and m > 0:
+        best[:] = -1
+        w = 0
+        for e in range(m):
+            ca = _find(parent, basin[ea[e]])
+            cb = _find(parent, basin[eb[e]])
+            if ca == cb:
+                continue
+            ea[w] = ea[e]
+            eb[w] = eb[e]
+            ez[w] = ez[e]
+            if best[ca] < 0 or ez[w] < ez[best[ca]]:
+                best[ca] = w
+            if best[cb] < 0 or ez[w] < ez[best[cb]]:
+                best[cb] = w
+            w += 1
+        m = w
+        for c in range(pits + 1):
+            e = best[c]
+            if e < 0:
+                continue
+            ca = _find(parent, basin[ea[e]])
+            cb = _find(parent, basin[eb[e]])
+            if ca == cb:
+                continue
+            parent[ca] = cb
+            tree_a[used] = ea[e]
+            tree_b[used] = eb[e]
+            tree_z[used] = ez[e]
+            used += 1
+    # orient the tree from the outlets (basin 0): each pit basin learns its way out
+    deg = np.zeros(pits + 2, dtype=np.int64)
+    for e in range(used):
+        deg[basin[tree_a[e]] + 1] += 1
+        deg[basin[tree_b[e]] + 1] += 1
+    for i in range(pits + 1):
+        deg[i + 1] += deg[i]
+    fill = deg[:pits + 1].copy()
+    adj = np.empty(2 * used, dtype=np.int64)
+    for e in range(used):
+        adj[fill[basin[tree_a[e]]]] = e
+        fill[basin[tree_a[e]]] += 1
+        adj[fill[basin[tree_b[e]]]] = e
+        fill[basin[tree_b[e]]] += 1
+    lake = np.full(pits + 1, -np.inf)
+    seen = np.zeros(pits + 1, dtype=np.uint8)
+    todo = np.empty(pits + 1, dtype=np.int64)
+    todo[0] = 0
+    seen[0] = 1
+    head = 0
+    tail = 1
+    while head < tail:
+        p = todo[head]
+        head += 1
+        for t in range(deg[p], deg[p + 1]):
+            e = adj[t]
+            a = tree_a[e]
+            c = tree_b[e]
+            if basin[a] == p:  # a on the parent's side: the child is c's basin
+                a, c = c, a
+            child = basin[a]
+            if seen[child]:
+                continue
+            seen[child] = 1
+            lake[child] = max(tree_z[e], lake[p])
+            pit = pit_cell[child]
+            receiver[pit] = c  # the pit drains over the pass into the parent basin
+            pr = pit // cols
+            cr = c // cols
+            distance[pit] = math.hypot(pr - cr, (pit - pr * cols) - (c - cr * cols))
+            todo[tail] = child
+            tail += 1
+    for k in range(n):
+        if lv[k] < lake[basin[k]]:
+            lv[k] = lake[basin[k]]
+    build_stack(receiver, stack)
+    return pits
+
+
 def edge_outlets(shape: tuple[int, int]) -> np.ndarray:
     """The four edges of the grid as outlets (uint8 grid, 1 = outlet)."""
     outlet = np.zeros(shape, dtype=np.uint8)
@@ -260,14 +453,18 @@ def route(height: np.ndarray, cell_size: float = 1.0, *, outlet: np.ndarray | No
     outlet = edge_outlets(shape) if outlet is None else np.ascontiguousarray(
         outlet, dtype=np.uint8)
     level = np.empty(shape)
-    routed = np.empty(shape)
-    flood(height, outlet, level, routed)
     n = height.size
     receiver = np.empty(n, dtype=np.int64)
     distance = np.empty(n)
-    steepest_receivers(routed, outlet, receiver, distance)
     stack = np.empty(n, dtype=np.int64)
+    steepest_receivers(height, outlet, receiver, distance)
     build_stack(receiver, stack)
+    if resolve_pits(height, outlet, receiver, distance, stack, level,
+                    n // MOST_PITS) < 0:  # pitted everywhere: flood is faster
+        routed = np.empty(shape)
+        flood(height, outlet, level, routed)
+        steepest_receivers(routed, outlet, receiver, distance)
+        build_stack(receiver, stack)
     cell_area = cell_size * cell_size
     w = (np.full(n, cell_area) if weight is None
          else np.ascontiguousarray(weight, dtype=np.float64).reshape(-1) * cell_area)

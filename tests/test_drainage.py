@@ -6,6 +6,7 @@ from __future__ import annotations
 import heapq
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -41,10 +42,17 @@ grids = arrays(np.float64, st.tuples(st.integers(3, 14), st.integers(3, 14)),
                elements=st.floats(-50.0, 50.0))
 
 
+@pytest.mark.parametrize("method", ["basin graph", "flood"])
 @settings(max_examples=150, deadline=None)
 @given(h=grids, cell=st.sampled_from([1.0, 30.0]))
-def test_route_fills_orders_and_accumulates(h, cell):
-    flow = drainage.route(h, cell)
+def test_route_fills_orders_and_accumulates(method, h, cell):
+    """Both ways of routing pits (the basin graph; the flood where pits are dense)."""
+    most = drainage.MOST_PITS
+    drainage.MOST_PITS = 1 if method == "basin graph" else 10**9
+    try:
+        flow = drainage.route(h, cell)
+    finally:
+        drainage.MOST_PITS = most
     rows, cols = h.shape
     n = h.size
     # filled levels: the independent priority-flood, exactly
@@ -62,8 +70,18 @@ def test_route_fills_orders_and_accumulates(h, cell):
     assert np.array_equal(~inner, edge)
     r, c = np.divmod(np.arange(n), cols)
     rr, cc = np.divmod(rec, cols)
-    assert (np.maximum(abs(r - rr), abs(c - cc))[inner] == 1).all()
     assert np.allclose(flow.distance[inner], cell * np.hypot(r - rr, c - cc)[inner])
+    # a receiver is a neighbour no higher, except for a pit or a lake cell, which
+    # drain towards their spill point
+    flat = h.reshape(-1)
+    lower = (np.maximum(abs(r - rr), abs(c - cc)) == 1) & (flat[rec] <= flat)
+    lower |= flow.lake_depth.reshape(-1) > 0
+    padded = np.pad(h, 1, constant_values=np.inf)
+    pit = np.ones(h.shape, bool)
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            pit &= h <= padded[1 + dr:1 + dr + rows, 1 + dc:1 + dc + cols]
+    assert (lower | pit.reshape(-1))[inner].all()
     # water never climbs the filled surface
     level = flow.level.reshape(-1)
     assert (level[rec] <= level).all()
