@@ -1,6 +1,6 @@
-"""Painted masks that steer the simulation: rain, erodibility, protect and tree seeding,
-each from a vertex group or a color attribute the user picks, plus "Selection Only"
-(erode only the selected vertices or one vertex group, with a soft falloff).
+"""Painted masks that steer the simulation: rain, erodibility, protect, tree seeding and
+uplift, each from a vertex group or a color attribute the user picks, plus "Selection
+Only" (erode only the selected vertices or one vertex group, with a soft falloff).
 
 Masks are read per vertex (vertex group weight, or a color attribute's gray value),
 put into the grid's (rows, cols) order and handed to the Terrain as its input maps, so
@@ -16,7 +16,8 @@ import numpy as np
 from .simcore.masks import MaskError, check_rain, combine_protect, selection_protect
 from .ui import ErosionSubPanel
 
-#: mask name -> (label, what a painted value of 1 means, what 0 means)
+#: mask name -> (label, what a painted value of 1 means, what 0 means); one per input
+#: map of the terrain (simcore/fields.py and the processes' fields, ``input=True``)
 MASKS = {
     "rain": ("Rain", "droplets and water particles start here",
              "no rain starts here (water from above still flows through)"),
@@ -24,6 +25,8 @@ MASKS = {
                     "hard rock: bedrock never wears (loose sediment still moves)"),
     "protect": ("Protect", "no change at all here", "erodes as usual"),
     "tree_seeding": ("Tree Seeding", "trees may take root here", "no tree takes root here"),
+    "uplift": ("Uplift", "rises at the landscape's full uplift rate",
+               "a block that does not rise (Landscape evolution)"),
 }
 
 SOURCES = [
@@ -192,7 +195,7 @@ def _mask_problem(obj: bpy.types.Object, name: str) -> str:
 
 class TERRAIN_PT_masks(ErosionSubPanel, bpy.types.Panel):
     """Painted masks: where rain falls, how hard the rock is, what must not change,
-    where trees seed; and eroding only a selection"""
+    where trees seed, where the range rises; and eroding only a selection"""
 
     bl_idname = "TERRAIN_PT_masks"
     bl_label = "Masks"

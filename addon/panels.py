@@ -7,7 +7,7 @@ import dataclasses
 import bpy
 
 from . import warmup
-from .grid import grid_extent, grid_status
+from .grid import COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
 from .overlay import compass
 from .simcore.simulation import PROCESSES
 from .ui import ErosionSubPanel, ErosionTab, wrap_label
@@ -81,12 +81,24 @@ class TERRAIN_PT_output(ErosionSubPanel, bpy.types.Panel):
         col = self.layout.column()
         col.prop(s, "write_colors")
         col.prop(s, "live_update")
-        col.label(text="Layers: te_sediment, te_streams, te_pools, te_trees")
+        # every te_* layer a run may write (simcore/fields.py and the processes' fields)
+        wrap_label(col, "Color layers: " + ", ".join(COLOR_LAYERS.values()))
+        wrap_label(col, "Float layers: " + ", ".join(FLOAT_LAYERS.values()))
+
+
+def _with_unit(group, field: dataclasses.Field) -> str:
+    """The setting's label with its unit, e.g. "Age (yr)" (none for plain numbers,
+    counts and switches: "-", "" or an int/bool parameter)."""
+    label = group.bl_rna.properties[field.name].name
+    unit = field.metadata.get("unit") or "-"
+    if unit == "-" or not isinstance(field.default, float):
+        return label
+    return f"{label} ({unit})"
 
 
 def _process_panel(name: str) -> type[bpy.types.Panel]:
     proc = PROCESSES[name]
-    fields = [f.name for f in dataclasses.fields(proc.params_type)]
+    fields = dataclasses.fields(proc.params_type)
 
     def draw_header(self, context):
         self.layout.prop(getattr(context.active_object.terrain_erosion, name), "enabled",
@@ -99,7 +111,7 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
         layout.active = group.enabled
         col = layout.column(align=True)
         for field in fields:
-            col.prop(group, field)
+            col.prop(group, field.name, text=_with_unit(group, field))
         settings = context.active_object.terrain_erosion
         if name == "trees":
             box = layout.box()

@@ -133,3 +133,23 @@ def test_a_nan_in_the_uplift_map_is_refused_before_anything_runs():
         Terrain.from_heights(np.zeros((8, 8)), 30.0, uplift=uplift)
     with pytest.raises(TerrainError, match="at least 3x3"):
         Terrain.from_heights(np.zeros((2, 8)), 30.0)
+
+
+def test_generate_makes_drained_land_and_raw_noise_on_request(tmp_path):
+    """``generate`` drains the noise by default (no closed basin deeper than 1 m, slopes
+    of real uplands, concave rivers); ``--raw`` keeps the old noise."""
+    from simcore.cli import main
+    drained, raw = tmp_path / "d.npy", tmp_path / "r.npy"
+    assert main(["generate", "--size", "96", "--seed", "4", "--output", str(drained)]) == 0
+    assert main(["generate", "--size", "96", "--seed", "4", "--raw", "--output",
+                 str(raw)]) == 0
+    h, noise = np.load(drained) / 30.0, np.load(raw) / 30.0
+    assert landforms.closed_basin_share(noise, 30.0) > 0.1
+    assert landforms.closed_basin_share(h, 30.0) == 0.0
+    s = landforms.slope_stats(h)
+    assert 10.0 <= s["p50"] <= 25.0 and s["pct45"] == 0.0
+    fit = landforms.slope_area(h, 30.0)
+    assert 0.2 <= fit["theta"] <= 0.6 and fit["r2"] > 0.8
+    assert main(["generate", "--size", "96", "--relief", "500", "--output",
+                 str(drained)]) == 0
+    assert np.ptp(np.load(drained)) == pytest.approx(500.0)
