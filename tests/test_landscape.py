@@ -95,7 +95,12 @@ def test_drained_land_has_lakes_only_at_their_spill_levels():
     Simulation(t, {"landscape": preset.params["landscape"]}, particles=1).run()
     height = t.height()
     assert landforms.closed_basin_share(height, 30.0) < 0.01
-    assert np.array_equal(t.pool, reference_fill(height) - height)
+    assert np.allclose(t.pool, reference_fill(height) - height, rtol=0.0, atol=1e-9)
+    # the rivers: channels draining more than 1 km² (stream >= 0.25, the rivers export's
+    # threshold), the trunk rivers the strongest
+    assert t.stream.max() == pytest.approx(0.25 + 0.25 * np.log10(
+        96 * 96 * 900.0 / 1e6), abs=0.3)
+    assert 0.001 < (t.stream >= 0.25).mean() < 0.1
     water = t.pool > 0
     assert water.mean() < 0.01
     assert np.all(np.isclose((height + t.pool)[water], reference_fill(height)[water]))

@@ -50,9 +50,13 @@ def paint_color(me, name, gray, domain='POINT', data_type='FLOAT_COLOR'):
 def test_masks_panel_and_settings_are_registered(blender):
     assert hasattr(bpy.types, "TERRAIN_PT_masks")
     assert bpy.types.TERRAIN_PT_masks.bl_parent_id == "TERRAIN_PT_main"
+    # one mask per input map of the terrain, the processes' own (landscape: uplift) too
+    inputs = {f.name for f in te.simcore.processes.FIELDS.values() if f.input}
+    assert set(te.masks.MASKS) == inputs == {"rain", "erodibility", "protect",
+                                             "tree_seeding", "uplift"}
     obj = add_grid(bpy, n=8)
     s = obj.terrain_erosion
-    for name in ("rain", "erodibility", "protect", "tree_seeding"):
+    for name in inputs:
         assert getattr(s, f"mask_{name}_source") == 'NONE'
         setattr(s, f"mask_{name}_source", 'VERTEX_GROUP')
         setattr(s, f"mask_{name}_name", "g")

@@ -3,11 +3,12 @@
     python -m tools.contact_sheet [--size 256] [--seed 4] [--output docs/presets_contact_sheet.png]
     python build.py demo --contact-sheet
 
-The first tile is the terrain before erosion (``simcore generate --size N --seed S``:
-30 m cells), then one tile per preset after erosion, labelled with the preset id and
-its slope median / 99th percentile (degrees). Sandy tint = loose material, blue =
-standing water (pools). Also prints the landform table (world units; lakes = pools of
-at least 20 cells) the tiles show. Needs only numpy (no Blender).
+The first tile is the terrain before erosion (``simcore generate --raw --size N --seed
+S``: 30 m cells; with --drained, generate's default drained uplands), then one tile per
+preset after erosion, labelled with the preset id and its slope median / 99th
+percentile (degrees). Sandy tint = loose material, blue = standing water (pools). Also
+prints the landform table (world units; lakes = pools of at least 20 cells) the tiles
+show, with dry closed basins, lake share and concavity. Needs only numpy (no Blender).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from simcore.formats.images import save_png, shaded_relief  # noqa: E402
 from simcore.formats.presets import find_preset, preset_files  # noqa: E402
 from simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
 from simcore.processes import hydrology  # noqa: E402
+from simcore.processes.landscape import drained_uplands  # noqa: E402
 from simcore.simulation import Simulation  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
@@ -78,22 +80,35 @@ def tile(height: np.ndarray, sediment: np.ndarray | None, text: str,
     return np.concatenate([label(text, img.shape[1]), img], axis=0)
 
 
+def _drainage(height: np.ndarray, cell: float, pool: np.ndarray | None = None) -> str:
+    """Dry closed basins deeper than 1 m (% of the map; lakes count at their surface),
+    the % of the map under lakes and the slope-area concavity with its r²."""
+    water = np.zeros_like(height) if pool is None else pool
+    closed = 100.0 * landforms.closed_basin_share(height + water, cell)
+    fit = landforms.slope_area(height, cell)
+    return (f"{closed:7.2f} {100.0 * float((water > 0).mean()):6.2f} "
+            f"{fit['theta']:5.2f} {fit['r2']:4.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=256, help="grid side (256)")
     ap.add_argument("--seed", type=int, default=4, help="terrain seed (4)")
     ap.add_argument("--columns", type=int, default=4, help="tiles per row (4)")
+    ap.add_argument("--drained", action="store_true",
+                    help="start from generate's drained uplands instead of the raw noise")
     ap.add_argument("--output", default=str(ROOT / "docs" / "presets_contact_sheet.png"))
     args = ap.parse_args()
     cell = DEFAULT_CELL_SIZE
-    heights = upland_terrain(args.size, seed=args.seed, cell_size=cell)
+    make = drained_uplands if args.drained else upland_terrain
+    heights = make(args.size, seed=args.seed, cell_size=cell)
     st = landforms.slope_stats(heights / cell)
     tiles = [tile(heights / cell, None,
                   f"before {st['p50']:.0f}/{st['p99']:.0f}")]
-    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3) lakes  s")
+    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3) lakes  s     closed% lake% theta  r2")
     print(f"{'(generated)':18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
-          f"{st['peaks']:5.1f}")
+          f"{st['peaks']:5.1f} {'':22s}{_drainage(heights / cell, cell)}")
     for name in preset_files():
         t0 = time.perf_counter()
         terrain = erode(heights, cell, name)
@@ -102,7 +117,8 @@ def main() -> int:
         vol = float(np.maximum(-dh, 0).sum()) * cell * cell
         print(f"{name:18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
               f"{st['peaks']:5.1f} {vol:10.3g} {len(hydrology.lakes(terrain, 20)):5d} "
-              f"{time.perf_counter() - t0:5.1f}", flush=True)
+              f"{time.perf_counter() - t0:5.1f} {_drainage(terrain.height(), cell, terrain.pool)}",
+              flush=True)
         tiles.append(tile(terrain.height(), terrain.sediment,
                           f"{name} {st['p50']:.0f}/{st['p99']:.0f}", terrain.pool))
     gap = 6

@@ -20,7 +20,7 @@ passes add up to ``age``):
    (fans, flat valley floors); lakes trap what enters them up to their spill level
    (deltas fill them from the shore). ``deposition = 0`` is pure stream power.
    After a batch, ``pool`` holds the lakes: every closed depression filled with water
-   to its spill level.
+   to its spill level; ``stream`` the rivers: channels draining more than 1 km².
 5. Hillslope diffusion ``dh/dt = D lap(h)``: Peaceman-Rachford ADI (tridiagonal
    solves, second order, as fastscapelib) while ``D dt / dx²`` <= 1, backward Euler in
    x then y beyond (the order alternating every pass): stable for any step, and long
@@ -351,9 +351,27 @@ def run_batch(terrain: Terrain, params: LandscapeParams, seed: int, first: int, 
     for k in range(first, min(first + count, total)):
         evolve(terrain, params, _step_years(params, k), height, rows_first=k % 2 == 0)
         done += height.size
-    if done:  # water stands in every closed depression, up to its spill level
-        terrain.pool[...] = drainage.depression_depth(height)
+    if done:
+        _show_water(terrain, height)
     return done
+
+
+#: drainage area (world units²) where the rivers shown start: ``stream`` 0.25 there (the
+#: rivers export's threshold), +0.25 for every tenfold area, 1 from 1000x
+RIVER_HEAD_AREA = 1.0e6
+
+
+def _show_water(terrain: Terrain, height: np.ndarray) -> None:
+    """Lakes and rivers of the evolved land: ``pool`` fills every closed depression to
+    its spill level; ``stream`` marks the channels draining more than RIVER_HEAD_AREA
+    (0.25 there, rising with the log of the area), so the layers, the rivers curve and
+    the lakes mesh show them."""
+    cell = terrain.cell_size
+    flow = drainage.route(height * cell, cell, weight=terrain.rain)
+    terrain.pool[...] = flow.lake_depth / cell
+    river = np.log10(np.maximum(flow.area, 1e-300) / RIVER_HEAD_AREA)
+    terrain.stream[...] = np.where(flow.area >= RIVER_HEAD_AREA,
+                                   np.clip(0.25 + 0.25 * river, 0.0, 1.0), 0.0)
 
 
 FIELDS = (
@@ -370,7 +388,7 @@ PROCESS = Process(
     "trunk valleys, tributaries, drained basins, lakes and fans (docs/landscape.md)",
     order=5, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
-    writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool"),
+    writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool", "stream"),
     fields=FIELDS, passes=steps)
 
 
