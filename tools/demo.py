@@ -127,13 +127,24 @@ def main() -> int:
     ap.add_argument("--preset", default="default", help="preset id (default)")
     ap.add_argument("--resolution", type=int, default=960, help="render width (960)")
     ap.add_argument("--no-render", action="store_true", help="skip the Cycles render")
+    ap.add_argument("--render-before", action="store_true",
+                    help="also render the terrain before eroding (terrain_before.png)")
+    ap.add_argument("--out", default=str(ROOT / "demo"), help="output folder (demo/)")
     args = ap.parse_args()
-    out = ROOT / "demo"
-    out.mkdir(exist_ok=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     n, cell = args.size, args.cell_size
     size = cell * (n - 1)  # 7.65 km at 256 x 30 m
     heights = upland_terrain(n, seed=3, cell_size=cell)
     relief = float(heights.max())
+    if args.render_before and not args.no_render:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        before = make_grid(n, size, heights)
+        before.data.materials.append(terrain_material())
+        scene_setup(before, size, relief, args.resolution)
+        bpy.context.scene.render.filepath = str(out / "terrain_before.png")
+        bpy.ops.render.render(write_still=True)
+        print(f"demo: rendered {out / 'terrain_before.png'}", flush=True)
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.context.preferences.filepaths.save_version = 0  # no terrain.blend1 backups
