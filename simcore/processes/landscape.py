@@ -6,9 +6,9 @@ passes add up to ``age``):
 
 1. Uplift: rock rises by ``uplift * uplift map * dt`` everywhere but at the outlets
    (the grid's edges: base level, fixed).
-2. Drainage (:mod:`simcore.drainage`): D8 receivers on the depression-filled surface,
-   the stack and the drainage area (world units² x the rain map), so rivers cross
-   closed basins over their spill points.
+2. Drainage (:mod:`simcore.drainage`): D8 receivers, pits routed over the spill
+   points of their basins, the stack and the drainage area (world units² x the rain
+   map), so rivers cross closed basins.
 3. River incision, stream power ``E = K A^m S^n`` (K scaled by the erodibility map),
    solved implicitly along the stack from the outlets up (Braun & Willett 2013; Newton
    iterations for n != 1), so any time step is stable. Cells under a lake (below their
@@ -29,8 +29,8 @@ passes add up to ``age``):
 The ground changes through the mass primitives: uplift through
 :func:`kernels.uplift_at` (booked in ``uplifted``), erosion takes sediment first then
 rock, deposits are sediment; what leaves at the outlets is ``terrain.outflow``. Every
-step is serial and exact, so the result is the same on any number of threads and the
-seed is not used.
+part of a step is either serial or computed per cell, so the result is the same on any
+number of threads; the seed is not used.
 """
 
 from __future__ import annotations
