@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit
 
 from . import parallel
+from .kernels import heap_pop, heap_push
 
 _SQRT2 = math.sqrt(2.0)
 #: route() resolves pits on the basin graph up to one pit per this many cells; on land
@@ -43,49 +44,6 @@ MOST_PITS = 64
 _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1], dtype=np.int64)
 _DC = np.array([-1, 0, 1, -1, 1, -1, 0, 1], dtype=np.int64)
 _DIST = np.array([_SQRT2, 1.0, _SQRT2, 1.0, 1.0, _SQRT2, 1.0, _SQRT2])
-
-
-@njit(cache=True, nogil=True)
-def _heap_push(keys, cells, size, key, cell):
-    """Push (key, cell) on a binary min-heap ordered by key, then cell index."""
-    i = size
-    while i > 0:
-        parent = (i - 1) >> 1
-        pk = keys[parent]
-        if pk < key or (pk == key and cells[parent] < cell):
-            break
-        keys[i] = pk
-        cells[i] = cells[parent]
-        i = parent
-    keys[i] = key
-    cells[i] = cell
-    return size + 1
-
-
-@njit(cache=True, nogil=True)
-def _heap_pop(keys, cells, size):
-    """Remove the smallest entry; return (cell, new size)."""
-    top = cells[0]
-    size -= 1
-    key = keys[size]
-    cell = cells[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and (keys[child + 1] < keys[child] or (
-                keys[child + 1] == keys[child] and cells[child + 1] < cells[child])):
-            child += 1
-        ck = keys[child]
-        if key < ck or (key == ck and cell < cells[child]):
-            break
-        keys[i] = ck
-        cells[i] = cells[child]
-        i = child
-    keys[i] = key
-    cells[i] = cell
-    return top, size
 
 
 @njit(cache=True, nogil=True)
@@ -105,13 +63,13 @@ def flood(height, outlet, level, routed):
     keys = np.empty(n)
     cells = np.empty(n, dtype=np.int64)
     pit = np.empty(n, dtype=np.int64)
-    size = 0
+    size = np.int64(0)  # heap size (not a literal 0: one signature of heap_pop)
     for k in range(n):
         if out[k]:
             seen[k] = 1
             lv[k] = h[k]
             fe[k] = h[k]
-            size = _heap_push(keys, cells, size, h[k], k)
+            size = heap_push(keys, cells, size, h[k], k)
     if size == 0:  # no outlet: the lowest cell is one (a closed grid drains somewhere)
         low = 0
         for k in range(1, n):
@@ -120,7 +78,7 @@ def flood(height, outlet, level, routed):
         seen[low] = 1
         lv[low] = h[low]
         fe[low] = h[low]
-        size = _heap_push(keys, cells, size, h[low], low)
+        size = heap_push(keys, cells, size, h[low], low)
     head = 0
     tail = 0
     while size > 0 or head < tail:
@@ -128,7 +86,7 @@ def flood(height, outlet, level, routed):
             c = pit[head]
             head += 1
         else:
-            c, size = _heap_pop(keys, cells, size)
+            _, c, size = heap_pop(keys, cells, size)
             head = 0
             tail = 0
         r0 = c // cols
@@ -151,7 +109,7 @@ def flood(height, outlet, level, routed):
             else:
                 lv[j] = h[j]
                 fe[j] = h[j]
-                size = _heap_push(keys, cells, size, h[j], j)
+                size = heap_push(keys, cells, size, h[j], j)
 
 
 def steepest_receivers(routed, outlet, receiver, distance):
@@ -251,6 +209,29 @@ def _find(parent, a):
 
 
 @njit(cache=True, nogil=True)
+def _passes(cells, basin, h, rows, cols, ea, eb, ez, write):
+    """The passes from ``cells`` to neighbours of another basin: their number, and with
+    ``write`` the cells on both sides and the pass height (the higher of the two)."""
+    m = 0
+    for k in cells:
+        r0 = k // cols
+        c0 = k - r0 * cols
+        for d in range(8):
+            r = r0 + _DR[d]
+            q = c0 + _DC[d]
+            if r < 0 or r >= rows or q < 0 or q >= cols:
+                continue
+            j = r * cols + q
+            if basin[j] != basin[k]:
+                if write:
+                    ea[m] = k
+                    eb[m] = j
+                    ez[m] = max(h[k], h[j])
+                m += 1
+    return m
+
+
+@njit(cache=True, nogil=True)
 def resolve_pits(height, outlet, receiver, distance, stack, level, most_pits):
     """Route the closed depressions of a D8 receiver graph over their spill points, the
     basin graph of Cordonnier et al. (2019): every basin draining to a pit is joined to
@@ -299,38 +280,13 @@ def resolve_pits(height, outlet, receiver, distance, stack, level, most_pits):
             inside[m_in] = k
             m_in += 1
     # passes from the pits' basins to their neighbours (a pass between two pit basins
-    # is listed from both sides; Kruskal does not mind)
-    count = 0
-    for t in range(m_in):
-        k = inside[t]
-        r0 = k // cols
-        c0 = k - r0 * cols
-        for d in range(8):
-            r = r0 + _DR[d]
-            q = c0 + _DC[d]
-            if r < 0 or r >= rows or q < 0 or q >= cols:
-                continue
-            if basin[r * cols + q] != basin[k]:
-                count += 1
+    # is listed from both sides; Boruvka does not mind)
+    count = _passes(inside[:m_in], basin, h, rows, cols, inside[:0], inside[:0],
+                    h[:0], False)
     ea = np.empty(count, dtype=np.int64)
     eb = np.empty(count, dtype=np.int64)
     ez = np.empty(count)
-    m = 0
-    for t in range(m_in):
-        k = inside[t]
-        r0 = k // cols
-        c0 = k - r0 * cols
-        for d in range(8):
-            r = r0 + _DR[d]
-            q = c0 + _DC[d]
-            if r < 0 or r >= rows or q < 0 or q >= cols:
-                continue
-            j = r * cols + q
-            if basin[j] != basin[k]:
-                ea[m] = k
-                eb[m] = j
-                ez[m] = max(h[k], h[j])
-                m += 1
+    m = _passes(inside[:m_in], basin, h, rows, cols, ea, eb, ez, True)
     # minimum spanning tree of the basins (Boruvka: each round every component takes
     # its lowest pass out, ties to the first listed; no sort of the passes)
     parent = np.arange(pits + 1)

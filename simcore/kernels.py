@@ -190,6 +190,47 @@ def rain_cdf(rain: np.ndarray) -> np.ndarray:
     return np.cumsum(squares.ravel())
 
 
+@njit(cache=True, error_model="numpy")
+def heap_push(keys, cells, top, key, cell):
+    """Push (key, cell) on the binary min-heap held in keys/cells[:top]; returns top."""
+    j = top
+    while j > 0:
+        parent = (j - 1) >> 1
+        if keys[parent] <= key:
+            break
+        keys[j] = keys[parent]
+        cells[j] = cells[parent]
+        j = parent
+    keys[j] = key
+    cells[j] = cell
+    return top + 1
+
+
+@njit(cache=True, error_model="numpy")
+def heap_pop(keys, cells, top):
+    """Remove the heap's lowest entry; returns (key, cell, new top)."""
+    key = keys[0]
+    cell = cells[0]
+    top -= 1
+    last_key = keys[top]
+    last_cell = cells[top]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= top:
+            break
+        if child + 1 < top and keys[child + 1] < keys[child]:
+            child += 1
+        if keys[child] >= last_key:
+            break
+        keys[j] = keys[child]
+        cells[j] = cells[child]
+        j = child
+    keys[j] = last_key
+    cells[j] = last_cell
+    return key, cell, top
+
+
 @njit(cache=True)
 def hold_protected(protect, bedrock0, sediment0, eroded0, deposited0, height, bedrock,
                    sediment, eroded, deposited):

@@ -70,7 +70,7 @@ import numpy as np
 from numba import njit
 
 from ..fields import Field
-from ..kernels import exchange, put, rain_cdf, start_position, stream_state
+from ..kernels import exchange, heap_pop, heap_push, put, rain_cdf, start_position, stream_state
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -290,47 +290,6 @@ def mark_ocean(sea_level, height, pool, ocean, stack):
 
 
 @njit(cache=True, error_model="numpy")
-def _push(keys, cells, top, key, cell):
-    """Push (key, cell) on the binary min-heap held in keys/cells[:top]; returns top."""
-    j = top
-    while j > 0:
-        parent = (j - 1) >> 1
-        if keys[parent] <= key:
-            break
-        keys[j] = keys[parent]
-        cells[j] = cells[parent]
-        j = parent
-    keys[j] = key
-    cells[j] = cell
-    return top + 1
-
-
-@njit(cache=True, error_model="numpy")
-def _pop(keys, cells, top):
-    """Remove the heap's lowest entry; returns (key, cell, new top)."""
-    key = keys[0]
-    cell = cells[0]
-    top -= 1
-    last_key = keys[top]
-    last_cell = cells[top]
-    j = 0
-    while True:
-        child = 2 * j + 1
-        if child >= top:
-            break
-        if child + 1 < top and keys[child + 1] < keys[child]:
-            child += 1
-        if keys[child] >= last_key:
-            break
-        keys[j] = keys[child]
-        cells[j] = cells[child]
-        j = child
-    keys[j] = last_key
-    cells[j] = last_cell
-    return key, cell, top
-
-
-@njit(cache=True, error_model="numpy")
 def _next_gen(stamp, gen):
     """A new stamp value: every cell counts as unvisited again, in O(1)."""
     g = gen[0] + 1
@@ -365,14 +324,14 @@ def _basin(start, water, open_edges, hf, pf, oceanf, rows, cols, scratch):
     size = members.size
     low = size - 1
     members[low] = start
-    top = np.int64(0)  # heap size (not a literal 0: one signature of _pop)
+    top = np.int64(0)  # heap size (not a literal 0: one signature of heap_pop)
     n = 0
     while True:
         if low < size:
             i = members[low]
             low += 1
         elif top > 0:
-            s, i, top = _pop(keys, cells, top)
+            s, i, top = heap_pop(keys, cells, top)
             if s > level:
                 need = (s - level) * n
                 if need >= water:
@@ -402,7 +361,7 @@ def _basin(start, water, open_edges, hf, pf, oceanf, rows, cols, scratch):
                     low -= 1
                     members[low] = j
                 else:
-                    top = _push(keys, cells, top, sj, j)
+                    top = heap_push(keys, cells, top, sj, j)
 
 
 @njit(cache=True, error_model="numpy")

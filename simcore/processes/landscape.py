@@ -185,56 +185,30 @@ def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_ou
 
 
 @njit(cache=True, nogil=True)
-def _tridiagonal_rows(h, alpha, cp, dp):
-    """Implicit diffusion along each interior row, in place: (1 + 2a) x_j - a (x_{j-1}
-    + x_{j+1}) = h_j for the interior cells, the first and last cell fixed (Thomas
-    algorithm; ``cp``, ``dp`` scratch of at least ``cols``)."""
+def _implicit_rows(h, out, implicit, explicit, lo, hi):
+    """Diffusion along the rows ``lo .. hi-1`` (interior ones), implicit with weight
+    ``implicit`` and across them explicit with weight ``explicit``:
+    (1 + 2 i) x_j - i (x_{j-1} + x_{j+1}) = h_j + e (h_up - 2 h_j + h_down), the first
+    and last cell of a row fixed (Thomas algorithm). Writes ``out``, which may be ``h``
+    itself when ``explicit`` is 0."""
     rows, cols = h.shape
-    b = 1.0 + 2.0 * alpha
-    for i in range(1, rows - 1):
-        prev_c = 0.0
-        prev_d = 0.0
-        for j in range(1, cols - 1):
-            rhs = h[i, j]
-            if j == 1:
-                rhs += alpha * h[i, 0]
-            if j == cols - 2:
-                rhs += alpha * h[i, cols - 1]
-            den = b + alpha * prev_c
-            prev_c = -alpha / den
-            prev_d = (rhs + alpha * prev_d) / den
-            cp[j] = prev_c
-            dp[j] = prev_d
-        x = dp[cols - 2]
-        h[i, cols - 2] = x
-        for j in range(cols - 3, 0, -1):
-            x = dp[j] - cp[j] * x
-            h[i, j] = x
-
-
-@njit(cache=True, nogil=True)
-def _adi_rows(h, out, alpha, lo, hi):
-    """One Peaceman-Rachford half step for the rows ``lo .. hi-1`` (interior ones):
-    implicit along the rows, explicit across them: (1 + a) x_j - a/2 (x_{j-1} +
-    x_{j+1}) = h_j + a/2 (h_up - 2 h_j + h_down) (``a`` = D dt / dx²), edges fixed.
-    Writes ``out``."""
-    rows, cols = h.shape
-    half = 0.5 * alpha
-    b = 1.0 + alpha
+    b = 1.0 + 2.0 * implicit
     cp = np.empty(cols)
     dp = np.empty(cols)
     for i in range(max(lo, 1), min(hi, rows - 1)):
         prev_c = 0.0
         prev_d = 0.0
         for j in range(1, cols - 1):
-            rhs = h[i, j] + half * (h[i - 1, j] - 2.0 * h[i, j] + h[i + 1, j])
+            rhs = h[i, j]
+            if explicit != 0.0:
+                rhs += explicit * (h[i - 1, j] - 2.0 * h[i, j] + h[i + 1, j])
             if j == 1:
-                rhs += half * h[i, 0]
+                rhs += implicit * h[i, 0]
             if j == cols - 2:
-                rhs += half * h[i, cols - 1]
-            den = b + half * prev_c
-            prev_c = -half / den
-            prev_d = (rhs + half * prev_d) / den
+                rhs += implicit * h[i, cols - 1]
+            den = b + implicit * prev_c
+            prev_c = -implicit / den
+            prev_d = (rhs + implicit * prev_d) / den
             cp[j] = prev_c
             dp[j] = prev_d
         x = dp[cols - 2]
@@ -250,39 +224,36 @@ def _adi_rows(h, out, alpha, lo, hi):
 ADI_MOST = 1.0
 
 
-def _half_step(h: np.ndarray, out: np.ndarray, alpha: float) -> None:
-    """:func:`_adi_rows` over every row, bands of rows on the pooled threads."""
-    rows = h.shape[0]
-    bands = parallel.chunks(rows, 1 if parallel.threads() == 1 else 4 * parallel.threads())
-    parallel.run(bands, lambda band: _adi_rows(h, out, alpha, band[0], band[1]))
+def _sweep(h: np.ndarray, out: np.ndarray, implicit: float, explicit: float) -> None:
+    """:func:`_implicit_rows` over every row, bands of rows on the pooled threads."""
+    bands = parallel.chunks(h.shape[0], 1 if parallel.threads() == 1
+                            else 4 * parallel.threads())
+    parallel.run(bands, lambda band: _implicit_rows(h, out, implicit, explicit, band[0],
+                                                    band[1]))
 
 
 def _diffuse(h: np.ndarray, alpha: float, rows_first: bool) -> None:
     """One implicit diffusion step of ``alpha`` = D dt / dx² on ``h`` (2-D, world
-    units), the grid's edges fixed: Peaceman-Rachford ADI up to ADI_MOST, else backward
-    Euler split in x and y (the order alternating with ``rows_first``)."""
+    units), the grid's edges fixed: Peaceman-Rachford ADI (two half steps, each
+    implicit along one axis and explicit along the other) up to ADI_MOST, else backward
+    Euler along x then y (the order alternating with ``rows_first``)."""
     if alpha <= 0.0:
         return
-    rows, cols = h.shape
-    c = np.empty(max(rows, cols))
-    d = np.empty(max(rows, cols))
     if alpha <= ADI_MOST:
         half = h.copy()
-        _half_step(h, half, alpha)
+        _sweep(h, half, 0.5 * alpha, 0.5 * alpha)
         t = np.ascontiguousarray(half.T)
         out = t.copy()
-        _half_step(t, out, alpha)
+        _sweep(t, out, 0.5 * alpha, 0.5 * alpha)
         h[...] = out.T
-    elif rows_first:
-        _tridiagonal_rows(h, alpha, c, d)
-        t = np.ascontiguousarray(h.T)
-        _tridiagonal_rows(t, alpha, c, d)
-        h[...] = t.T
-    else:
-        t = np.ascontiguousarray(h.T)
-        _tridiagonal_rows(t, alpha, c, d)
-        h[...] = t.T
-        _tridiagonal_rows(h, alpha, c, d)
+        return
+    if rows_first:
+        _sweep(h, h, alpha, 0.0)
+    t = np.ascontiguousarray(h.T)
+    _sweep(t, t, alpha, 0.0)
+    h[...] = t.T
+    if not rows_first:
+        _sweep(h, h, alpha, 0.0)
 
 
 @njit(cache=True, nogil=True)
