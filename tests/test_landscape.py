@@ -188,3 +188,11 @@ def test_age_is_the_landscapes_total_age_across_runs():
     Simulation(once, {"landscape": params(8e4)}, particles=1).run()
     assert np.array_equal(t.uplifted, once.uplifted)
     assert np.allclose(t.height(), once.height(), rtol=0, atol=1e-12)
+
+
+def test_a_grid_of_centimetre_cells_is_told_its_real_size_matters():
+    p = process_params("landscape")
+    t = Terrain.from_heights(upland_terrain(16, seed=1, cell_size=0.02), 0.02)
+    assert "real size" in Simulation(t, {"landscape": p}, particles=1).advice()[0]
+    t = Terrain.from_heights(upland_terrain(16, seed=1), 30.0)
+    assert Simulation(t, {"landscape": p}, particles=1).advice() == []

@@ -355,6 +355,17 @@ def _show_water(terrain: Terrain, height: np.ndarray) -> None:
                                    np.clip(0.25 + 0.25 * river, 0.0, 1.0), 0.0)
 
 
+def advice(params: LandscapeParams, cell_size: float) -> str | None:
+    """A sentence when the cells are far smaller than the landscapes the parameters
+    (metres and years) are meant for: on a Blender grid a few units wide the rivers
+    drain areas of square metres and barely cut."""
+    if cell_size >= 1.0:
+        return None
+    return (f"landscape: uplift, k and head_area are in metres and years, meant for land "
+            f"kilometres across; on these {cell_size:.3g} m cells rivers drain tiny areas "
+            "and barely cut (scale the object to its real size, e.g. 30 m a cell)")
+
+
 FIELDS = (
     Field("uplift", "factor", "relative rock uplift rate (x the landscape's uplift)",
           default=1.0, lo=0.0, hi=100.0, input=True),
@@ -370,7 +381,7 @@ PROCESS = Process(
     order=5, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
     writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool", "stream"),
-    fields=FIELDS, passes=steps)
+    fields=FIELDS, passes=steps, advice=advice)
 
 
 #: the generator evolves every grid as a world this wide (world units), then scales it
