@@ -63,11 +63,14 @@ def test_uplift_and_the_age_add_up_exactly():
     assert np.allclose(t.uplifted, want, rtol=1e-12, atol=1e-12)
 
 
-def test_books_close_step_by_step():
+@pytest.mark.parametrize("open_edges", [False, True])
+def test_books_close_step_by_step(open_edges):
     """What goes out at the edges is what the rivers carried there plus what the
-    hillslopes diffused across them; uplift in, outflow out, the rest is the ground."""
+    hillslopes diffused across them (plus, with open edges, what the edges lost
+    sinking to the land inside); uplift in, outflow out, the rest is the ground."""
     t = Terrain.from_heights(upland_terrain(40, seed=5), 30.0)
-    p = landscape.LandscapeParams(deposition=1.0, diffusivity=0.5, k=5e-5)
+    p = landscape.LandscapeParams(deposition=1.0, diffusivity=0.5, k=5e-5,
+                                  open_edges=open_edges)
     height = t.height()
     filled = 0.0
     for step in range(12):
@@ -78,8 +81,9 @@ def test_books_close_step_by_step():
             books["rivers_out"] + books["floors"] + books["lakes"], rel=1e-9)
         filled += books["lakes"]
         gone = t.outflow - out0
-        assert gone == pytest.approx(books["rivers_out"] + books["hillslopes_out"],
-                                     rel=1e-9, abs=1e-9)
+        assert gone == pytest.approx(books["rivers_out"] + books["hillslopes_out"]
+                                     + books["edges_out"], rel=1e-9, abs=1e-9)
+        assert books["edges_out"] >= 0.0 and (open_edges or books["edges_out"] == 0.0)
         assert t.total_material() - total0 == pytest.approx(books["uplift"] - gone,
                                                             rel=1e-9, abs=1e-6)
         assert books["rivers_out"] >= 0.0
@@ -196,3 +200,27 @@ def test_a_grid_of_centimetre_cells_is_told_its_real_size_matters():
     assert "real size" in Simulation(t, {"landscape": p}, particles=1).advice()[0]
     t = Terrain.from_heights(upland_terrain(16, seed=1), 30.0)
     assert Simulation(t, {"landscape": p}, particles=1).advice() == []
+
+
+def test_open_edges_leave_no_rim_around_worn_land():
+    """Without uplift the interior wears down; fixed edges stand above it as a rim,
+    open edges sink with it (never above their lowest inner neighbour)."""
+    h = upland_terrain(48, seed=2)
+    out = {}
+    for open_edges in (False, True):
+        t = Terrain.from_heights(h, 30.0)
+        p = process_params("landscape", {"age": 2e6, "time_step": 5e4, "uplift": 0.0,
+                                         "diffusivity": 0.05, "open_edges": open_edges,
+                                         "batch": 100})
+        Simulation(t, {"landscape": p}, particles=1).run()
+        out[open_edges] = t.world_height()
+    edge = np.zeros(h.shape, bool)
+    edge[0, :] = edge[-1, :] = edge[:, 0] = edge[:, -1] = True
+    assert np.allclose(out[False][edge], h[edge], rtol=1e-12), "fixed edges stay"
+    rim = out[False][0, 1:-1] - out[False][1, 1:-1]
+    assert rim.max() > 10.0, "a rim stands above the worn land"
+    opened = out[True]
+    row = opened[1].copy()
+    row[0] = row[-1] = np.inf  # (1, 0) and (1, cols-1) are edge cells themselves
+    inner = np.minimum(np.minimum(row[:-2], row[1:-1]), row[2:])
+    assert (opened[0, 1:-1] <= inner + 1e-9).all()

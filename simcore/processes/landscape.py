@@ -5,7 +5,8 @@ One *pass* is one time step of ``time_step`` years (the last one shortened so th
 passes add up to ``age``):
 
 1. Uplift: rock rises by ``uplift * uplift map * dt`` everywhere but at the outlets
-   (the grid's edges: base level, fixed).
+   (the grid's edges: base level, fixed; with ``open_edges`` an edge sinks to its
+   lowest inner neighbour, as if the land went on beyond the map).
 2. Drainage (:mod:`simcore.drainage`): D8 receivers, pits routed over the spill
    points of their basins, the stack and the drainage area (world units² x the rain
    map), so rivers cross closed basins.
@@ -82,6 +83,10 @@ class LandscapeParams(Params):
     deposition: float = param(1.0, 0.0, 100.0, "-",
                               "G of the transport-length model: how readily rivers drop "
                               "their load on gentle floors (0 = none)", soft_hi=10.0)
+    open_edges: bool = param(False, doc="the land goes on beyond the map, no higher than "
+                             "inside it: an edge cell sinks to its lowest inner neighbour "
+                             "(no rim around worn land); off: the edges keep their heights "
+                             "(fixed base level)")
     batch: int = param(10, 1, 100_000, "passes", "time steps per batch", soft_hi=200)
 
 
@@ -273,14 +278,28 @@ def _apply(h_new, h_start, lift, cell, height, bedrock, sediment, eroded, deposi
             transfer(k, 0.0, 0.0, change, height, bedrock, sediment, eroded, deposited)
 
 
+def _lower_edges(h: np.ndarray, edge: np.ndarray) -> None:
+    """Open edges: every edge cell of ``h`` (2-D, in place) sinks to its lowest inner
+    (non-edge) neighbour when it stands higher."""
+    rows, cols = h.shape
+    inner = np.full((rows + 2, cols + 2), np.inf)
+    inner[1:rows + 1, 1:cols + 1] = np.where(edge, np.inf, h)
+    low = np.full((rows, cols), np.inf)
+    for dr in (0, 1, 2):
+        for dc in (0, 1, 2):
+            low = np.minimum(low, inner[dr:dr + rows, dc:dc + cols])
+    np.minimum(h, low, out=h, where=edge)
+
+
 def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.ndarray,
            rows_first: bool = True) -> dict[str, float]:
     """One time step of ``years`` on ``terrain`` in place (``height`` kept as bedrock +
     sediment, cell units). Returns the step's books in cell units x cells: ``uplift``
     (rock raised), ``incised`` (what the rivers cut), ``floors`` and ``lakes`` (what
     they laid on valley floors and in lakes), ``rivers_out`` (what they carried out at
-    the outlets) and ``hillslopes_out`` (what diffusion carried across the edges); the
-    terrain's ``outflow`` grows by the last two."""
+    the outlets), ``hillslopes_out`` (what diffusion carried across the edges) and
+    ``edges_out`` (what open edges lost sinking to the land inside); the terrain's
+    ``outflow`` grows by the last three."""
     cell = terrain.cell_size
     shape = terrain.shape
     outlet = drainage.edge_outlets(shape)
@@ -308,10 +327,14 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
         out, floors, lakes = cut, 0.0, 0.0
     before_diffusion = float(h.sum())
     _diffuse(h.reshape(shape), params.diffusivity * years / (cell * cell), rows_first)
+    before_edges = float(h.sum())
+    if params.open_edges:
+        _lower_edges(h.reshape(shape), outlet.astype(bool))
     vol = cell ** 3  # world units³ of one cell unit x cell
     books = {"uplift": float(lift.sum()) / cell, "incised": cut / vol,
              "floors": floors / vol, "lakes": lakes / vol, "rivers_out": out / vol,
-             "hillslopes_out": (before_diffusion - float(h.sum())) / cell}
+             "hillslopes_out": (before_diffusion - before_edges) / cell,
+             "edges_out": (before_edges - float(h.sum())) / cell}
     # the edges never change (base level): what reached them left the grid; the outflow
     # is booked from the totals, so the budget closes to rounding
     before = float(height.sum())
