@@ -20,9 +20,10 @@ One call, :func:`route`, gives for a height grid
 Receivers, the stack, the basins and the areas are O(n); the passes between basins
 are joined by Boruvka rounds (O(p log b) for p pass cells and b basins). The flood is
 Priority-Flood with a plain queue for the cells inside depressions (Barnes et al. 2014):
-O(n log n) in the worst case, used when more than one cell in MOST_PITS is a pit. Everything is
-serial and exact, so results never depend on the thread count. Heights may be in any
-unit; distances are in cells unless a cell size is given.
+O(n log n) in the worst case, used when more than one cell in MOST_PITS is a pit.
+Everything is exact and either serial or per cell, so results never depend on the
+thread count. Heights may be in any unit; distances are in cells unless a cell size is
+given.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .kernels import heap_pop, heap_push
 
 _SQRT2 = math.sqrt(2.0)
 #: route() resolves pits on the basin graph up to one pit per this many cells; on land
-#: pitted more densely (fresh noise) one priority-flood is cheaper than sorting passes
+#: pitted more densely (fresh noise) one priority-flood is cheaper than the passes
 MOST_PITS = 64
 #: the 8 neighbours: row offset, column offset, distance in cells
 _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1], dtype=np.int64)
@@ -47,12 +48,13 @@ _DIST = np.array([_SQRT2, 1.0, _SQRT2, 1.0, 1.0, _SQRT2, 1.0, _SQRT2])
 
 
 @njit(cache=True, nogil=True)
-def flood(height, outlet, level, routed):
+def flood(height, outlet, level, routed, parent):
     """Priority-Flood+epsilon from the ``outlet`` cells (uint8, 1 = water leaves the
     grid here). Writes ``level`` (the depression-filled surface: the spill level inside
-    closed depressions, the height elsewhere) and ``routed`` (``level`` plus the
-    smallest float steps that make every cell higher than the cell it was reached
-    from). 2-D float64 arrays of one shape."""
+    closed depressions, the height elsewhere), ``routed`` (``level`` plus the smallest
+    float steps that make every cell higher than the cell it was reached from) and
+    ``parent`` (flat index of that cell; an outlet's own). 2-D float64 arrays of one
+    shape, ``parent`` flat int64."""
     rows, cols = height.shape
     n = rows * cols
     h = height.reshape(-1)
@@ -69,6 +71,7 @@ def flood(height, outlet, level, routed):
             seen[k] = 1
             lv[k] = h[k]
             fe[k] = h[k]
+            parent[k] = k
             size = heap_push(keys, cells, size, h[k], k)
     if size == 0:  # no outlet: the lowest cell is one (a closed grid drains somewhere)
         low = 0
@@ -78,6 +81,7 @@ def flood(height, outlet, level, routed):
         seen[low] = 1
         lv[low] = h[low]
         fe[low] = h[low]
+        parent[low] = low
         size = heap_push(keys, cells, size, h[low], low)
     head = 0
     tail = 0
@@ -100,15 +104,17 @@ def flood(height, outlet, level, routed):
             if seen[j]:
                 continue
             seen[j] = 1
+            parent[j] = c
             step = np.nextafter(fe[c], np.inf)
-            if h[j] <= step:  # inside a depression or a flat: raised, routed over c
-                lv[j] = max(h[j], lv[c])
+            if h[j] <= lv[c]:  # inside a depression or on a flat at c's level
+                lv[j] = lv[c]
                 fe[j] = step
                 pit[tail] = j
                 tail += 1
-            else:
+            else:  # higher ground: flooded in its own turn (fe above c's, for routing;
+                # a cell only a float step above c is no depression: it keeps its level)
                 lv[j] = h[j]
-                fe[j] = h[j]
+                fe[j] = max(h[j], step)
                 size = heap_push(keys, cells, size, h[j], j)
 
 
@@ -118,9 +124,9 @@ def steepest_receivers(routed, outlet, receiver, distance):
     ``receiver`` (int64) and ``distance`` (cells) are flat arrays. Bands of rows run on
     the pooled threads (each cell on its own: the same result on any thread count)."""
     rows, cols = routed.shape
-    bands = parallel.chunks(rows, 1 if parallel.threads() == 1 else 4 * parallel.threads())
-    parallel.run(bands, lambda band: _steepest_band(routed, outlet, receiver, distance,
-                                                    band[0] * cols, band[1] * cols))
+    parallel.run(parallel.bands(rows),
+                 lambda band: _steepest_band(routed, outlet, receiver, distance,
+                                             band[0] * cols, band[1] * cols))
 
 
 @njit(cache=True, nogil=True)
@@ -148,6 +154,26 @@ def _steepest_band(routed, outlet, receiver, distance, lo, hi):
                 best = s
                 receiver[k] = j
                 distance[k] = _DIST[d]
+
+
+@njit(cache=True, nogil=True)
+def _keep_downhill(height, level, parent, receiver, distance):
+    """Where the float steps of the flood's routed surface outweigh real height
+    differences (heights a few float steps apart), a receiver can stand higher than
+    its cell (in height outside lakes, or in level): such a cell drains to the cell
+    that flooded it instead, a lower neighbour that was routed before it (so the
+    receivers stay a tree)."""
+    rows, cols = height.shape
+    h = height.reshape(-1)
+    lv = level.reshape(-1)
+    for k in range(h.size):
+        r = receiver[k]
+        if r == k:
+            continue
+        if lv[r] > lv[k] or (h[r] > h[k] and lv[k] <= h[k]):
+            p = parent[k]
+            receiver[k] = p
+            distance[k] = math.hypot(k // cols - p // cols, k % cols - p % cols)
 
 
 @njit(cache=True, nogil=True)
@@ -418,8 +444,10 @@ def route(height: np.ndarray, cell_size: float = 1.0, *, outlet: np.ndarray | No
     if resolve_pits(height, outlet, receiver, distance, stack, level,
                     n // MOST_PITS) < 0:  # pitted everywhere: flood is faster
         routed = np.empty(shape)
-        flood(height, outlet, level, routed)
+        parent = np.empty(n, dtype=np.int64)
+        flood(height, outlet, level, routed, parent)
         steepest_receivers(routed, outlet, receiver, distance)
+        _keep_downhill(height, level, parent, receiver, distance)
         build_stack(receiver, stack)
     cell_area = cell_size * cell_size
     w = (np.full(n, cell_area) if weight is None
@@ -437,5 +465,5 @@ def depression_depth(height: np.ndarray, outlet: np.ndarray | None = None) -> np
         outlet, dtype=np.uint8)
     level = np.empty(height.shape)
     routed = np.empty(height.shape)
-    flood(height, outlet, level, routed)
+    flood(height, outlet, level, routed, np.empty(height.size, dtype=np.int64))
     return level - height

@@ -169,6 +169,14 @@ def run(tasks: Iterable[Any], do: Callable[[Any], Any],
         raise job.error
 
 
+def bands(size: int) -> list[tuple[int, int]]:
+    """Slices of ``range(size)`` for a per-cell or per-row pass on the pooled threads:
+    the whole range on 1 thread, else 4 slices a thread (a slow slice does not hold
+    the others up)."""
+    count = threads()
+    return chunks(size, 1 if count == 1 else 4 * count)
+
+
 def chunks(size: int, parts: int) -> list[tuple[int, int]]:
     """``(start, stop)`` of ``parts`` near-equal consecutive slices of ``range(size)``
     (fewer when ``size`` is smaller), in order."""

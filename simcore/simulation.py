@@ -19,7 +19,7 @@ import numpy as np
 
 from .kernels import hold_protected, rain_cdf
 from .params import ParameterError, Params
-from .processes import PROCESSES, hydrology
+from .processes import FIELDS, PROCESSES, hydrology
 from .terrain import Terrain
 
 
@@ -228,7 +228,6 @@ _PROTECTED = ("bedrock", "sediment", "eroded", "deposited")
 
 def _sources(name: str) -> tuple[str, ...]:
     """The source records (Field.source: uplift) process ``name`` writes."""
-    from .processes import FIELDS
     return tuple(f for f in PROCESSES[name].writes if f in FIELDS and FIELDS[f].source)
 
 
@@ -295,8 +294,8 @@ def protect_end(terrain: Terrain, held: _Held | None, height: np.ndarray) -> flo
     for name, old in held.sources.items():
         record = getattr(terrain, name).reshape(-1)
         raw = record[c]
-        kept = np.where(keep > 0.0, old.reshape(-1)[c] + keep * (raw - old.reshape(-1)[c]),
-                        old.reshape(-1)[c])
+        before = old.reshape(-1)[c]
+        kept = before + keep * (raw - before)  # keep 0: exactly ``before``
         record[c] = kept
         put_back += float((raw - kept).sum())
     return put_back

@@ -151,9 +151,11 @@ def _incise(h, level, lake, receiver, stack, factor, n):
 
 
 @njit(cache=True, nogil=True)
-def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_outlet):
+def _deposit(h, h_before, level, lake, receiver, stack, discharge, cell_area, g,
+             is_outlet):
     """Carry what each cell eroded this step downstream (sources first) and lay part
-    of it down: a lake cell keeps what fits below its spill level, any other cell
+    of it down: a lake cell (``lake`` 1, never incised) keeps what fits below its spill
+    level ``level``, any other cell
     ``G Qs / Q`` per unit area (transport-length model). Changes ``h`` in place;
     returns the volumes (world units³) that left through the outlets, settled on
     floors and filled lakes."""
@@ -171,9 +173,8 @@ def _deposit(h, h_before, level, receiver, stack, discharge, cell_area, g, is_ou
         if load <= 0.0:
             qs[r] += load
             continue
-        room = level[i] - h[i]
-        if level[i] > h_before[i]:  # a lake (never incised): fill it up to its spill level
-            lay = min(load, room * cell_area)
+        if lake[i]:  # fill it from the shore up to its spill level
+            lay = min(load, (level[i] - h[i]) * cell_area)
             h[i] += lay / cell_area
             lakes += lay
             qs[r] += load - lay
@@ -231,10 +232,8 @@ ADI_MOST = 1.0
 
 def _sweep(h: np.ndarray, out: np.ndarray, implicit: float, explicit: float) -> None:
     """:func:`_implicit_rows` over every row, bands of rows on the pooled threads."""
-    bands = parallel.chunks(h.shape[0], 1 if parallel.threads() == 1
-                            else 4 * parallel.threads())
-    parallel.run(bands, lambda band: _implicit_rows(h, out, implicit, explicit, band[0],
-                                                    band[1]))
+    parallel.run(parallel.bands(h.shape[0]),
+                 lambda band: _implicit_rows(h, out, implicit, explicit, band[0], band[1]))
 
 
 def _diffuse(h: np.ndarray, alpha: float, rows_first: bool) -> None:
@@ -313,14 +312,13 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
     kfac = (params.k * years) * terrain.erodibility.reshape(-1)
     lake = (level > h).astype(np.uint8)
     factor = np.empty(h.size)
-    bands = parallel.chunks(h.size, 1 if parallel.threads() == 1 else 4 * parallel.threads())
-    parallel.run(bands, lambda b: _stream_factor(kfac, area, flow.distance, params.m,
-                                                 params.n, lake, is_outlet, factor, b[0],
-                                                 b[1]))
+    parallel.run(parallel.bands(h.size),
+                 lambda b: _stream_factor(kfac, area, flow.distance, params.m, params.n, lake,
+                                          is_outlet, factor, b[0], b[1]))
     _incise(h, level, lake, flow.receiver, flow.stack, factor, params.n)
     cut = float((h_start - h).sum()) * cell * cell  # what the rivers cut, world units³
     if params.deposition > 0.0 or lake.any():
-        out, floors, lakes = _deposit(h, h_start, level, flow.receiver, flow.stack,
+        out, floors, lakes = _deposit(h, h_start, level, lake, flow.receiver, flow.stack,
                                       flow.area.reshape(-1), cell * cell,
                                       params.deposition, is_outlet)
     else:  # no floor keeps anything and no lake traps it: all of it leaves

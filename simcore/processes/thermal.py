@@ -304,7 +304,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     sweeps = 0
 
     threads = parallel.threads()
-    bands = parallel.chunks(height.shape[0], 1 if threads == 1 else 4 * threads)
+    bands = parallel.bands(height.shape[0])
 
     def send(k: _Kernel, band: tuple[int, int]) -> None:
         _send(k, band[0], band[1], height, terrain.bedrock, terrain.sediment,
