@@ -99,6 +99,18 @@ def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibil
 
 
 @njit(cache=True)
+def apply_change(k, change, height, bedrock, sediment, eroded, deposited):
+    """Move the surface at cell ``k`` by ``change`` (cell units, :func:`transfer`,
+    height written): a fall takes sediment first, then bedrock; a rise is sediment."""
+    if change < 0.0:
+        from_sed = min(-change, sediment[k])
+        transfer(k, from_sed, -change - from_sed, 0.0, height, bedrock, sediment, eroded,
+                 deposited)
+    elif change > 0.0:
+        transfer(k, 0.0, 0.0, change, height, bedrock, sediment, eroded, deposited)
+
+
+@njit(cache=True)
 def take(r, c, amount, height, bedrock, sediment, eroded, deposited, erodibility):
     """Remove up to ``amount`` at (r, c): sediment first, then bedrock scaled by
     erodibility. Updates masks and height; returns the material actually removed."""

@@ -44,7 +44,7 @@ from numba import njit
 
 from .. import drainage, parallel
 from ..fields import Field
-from ..kernels import transfer, uplift_at
+from ..kernels import apply_change, uplift_at
 from ..noise import RELIEF_FRACTION, upland_terrain
 from ..params import Params, param
 from ..process import Process
@@ -268,13 +268,8 @@ def _apply(h_new, h_start, lift, cell, height, bedrock, sediment, eroded, deposi
     for k in range(h_new.size):
         if lift[k] != 0.0:
             uplift_at(k, lift[k] / cell, height, bedrock, uplifted)
-        change = (h_new[k] - h_start[k]) / cell
-        if change < 0.0:
-            from_sed = min(-change, sediment[k])
-            transfer(k, from_sed, -change - from_sed, 0.0, height, bedrock, sediment,
-                     eroded, deposited)
-        elif change > 0.0:
-            transfer(k, 0.0, 0.0, change, height, bedrock, sediment, eroded, deposited)
+        apply_change(k, (h_new[k] - h_start[k]) / cell, height, bedrock, sediment, eroded,
+                     deposited)
 
 
 def _lower_edges(h: np.ndarray, edge: np.ndarray) -> None:

@@ -4,15 +4,10 @@ Seed 000 suggests "an abrasive force making sediment, which then cascades". We e
 that with the threshold-hillslope model of geomorphology, so that bedrock too gives
 way when it is too steep. One *pass* over the whole grid does:
 
-1. Weathering (soil production, Heimsath et al. 1997): bedrock turns into sediment in
-   place, ``weathering * erodibility * exp(-sediment / soil_depth)`` per pass.
-2. Soil creep (nonlinear hillslope diffusion, Roering et al. 1999): the surface flows
-   to every lower neighbour at ``creep * S / (1 - (S / S_c)^2)`` with S the slope
-   towards it and S_c = tan(talus_angle) (the factor is capped at 4). Creep is
-   transport-limited (soil-mantled slopes): it moves sediment first, then rock, scaled
-   by the erodibility (at most 1); what arrives is sediment.
-3. Relaxation sweeps, repeated until nothing is too steep (or ``relax_sweeps`` ran):
+1. A parallel sweep, every cell updated from the state before it:
 
+   * Weathering (soil production, Heimsath et al. 1997): bedrock turns into sediment
+     in place, ``weathering * erodibility * exp(-sediment / soil_depth)`` per pass.
    * Landslides (threshold hillslopes, Burbank et al. 1996, Montgomery & Brandon
      2002): where bedrock rises above a neighbour by more than
      ``tan(rock_angle) * distance``, half the largest excess (times the erodibility,
@@ -22,21 +17,36 @@ way when it is too steep. One *pass* over the whole grid does:
      neighbours is ``d``; the cell sends ``min(sediment, settling * max(d) / 2)`` to
      its lower neighbours in proportion to ``d``.
 
-   The sweeps stop when one moves no more than ``TOLERANCE`` (cell units) anywhere,
-   i.e. loose material rests at its talus angle and rock at its critical angle to
-   within a fraction of a degree. The cells are sorted by height every
-   ``RESORT_EVERY`` sweeps, not every sweep (a sweep barely reorders them).
+2. Soil creep (nonlinear hillslope diffusion, Roering et al. 1999): the surface flows
+   to each lower row or column neighbour at ``creep * S / (1 - (S / S_c)^2)`` with S
+   the slope towards it and S_c = tan(talus_angle) (the factor is capped at 4). Creep
+   is transport-limited (soil-mantled slopes): it moves sediment first, then rock, and
+   hard rock (erodibility < 1) creeps slower; what arrives is sediment. It is solved
+   implicitly (backward Euler, the nonlinear factor taken from the heights before the
+   step), split by axis as in alternating-direction schemes: half the step along the
+   rows, the whole along the columns, half along the rows (Strang), each a tridiagonal
+   solve per line of cells. The work is O(cells) a pass and the creep a pass does is
+   the creep asked for, at any cell size (an explicit scheme needs a sub-step per
+   ~0.03 cells² of creep: ~800 a pass at 1 m cells with creep 25 m²).
+
+3. Relaxation sweeps, repeated until nothing is too steep (or ``relax_sweeps`` ran):
+   landslides (the whole wedge above the critical plane) and talus slides, highest
+   cell first so that a slide runs down a whole slope in one sweep, visiting only the
+   cells next to one that moved (:func:`_relax_band`). The grid is cut into bands of
+   ``RELAX_BAND_ROWS`` rows; the even bands relax together on the pooled threads, then
+   the odd ones. The sweeps stop when one moves no more than ``TOLERANCE`` (cell
+   units) anywhere, i.e. loose material rests at its talus angle and rock at its
+   critical angle to within a fraction of a degree.
 
 Angles are geometric, so the landforms they bound are the same at any resolution;
 ``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
 squared per pass, converted with the terrain's cell size. At a cell size of 1 a pass
 is what it was before these became world units.
 
-All cells are updated together from the state before each sweep (what every cell
-sends, then what every cell receives), so the result depends only on the input state
-and the number of passes: the same on 1 or N threads; the seed is not used. Edges are
-closed: nothing leaves the grid, so bedrock + sediment is conserved exactly up to
-rounding, and ``terrain.outflow`` is not changed.
+The result depends only on the input state and the number of passes: the same on 1 or
+N threads (no step's outcome depends on how its rows, lines or bands are shared out);
+the seed is not used. Edges are closed: nothing leaves the grid, so bedrock + sediment
+is conserved exactly up to rounding, and ``terrain.outflow`` is not changed.
 
 ``run_batch`` runs ``count`` passes (``batch`` passes per round of a Simulation; in
 its progress a pass counts as one particle) and returns the cell updates done.
@@ -52,7 +62,7 @@ import numpy as np
 from numba import njit
 
 from .. import parallel
-from ..kernels import exchange, put_at, transfer
+from ..kernels import apply_change, exchange, heap_pop, heap_push, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -62,16 +72,15 @@ STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
 _SQRT2 = math.sqrt(2.0)
 #: the relaxation ends after a sweep that moved no more than this anywhere (cell units)
 TOLERANCE = 0.005
-#: relaxation sweeps between two sorts of the cells by height
-RESORT_EVERY = 8
+#: relaxation counts a cell this little (cell units) above its talus or critical slope
+#: as resting: a slide leaves its lower neighbour at the talus slope, and rounding alone
+#: could otherwise pass crumbs to and fro for ever
+SLACK = 1e-9
 _CREEP_CAP = 4.0  # largest nonlinear creep factor 1 / (1 - (S/Sc)^2)
-_CREEP_STABLE = 0.03  # largest creep coefficient per sub-step (cells^2): with the
-# factor capped at 4 and stencil weights summing to 10/3, a cell sends at most 0.4 of a drop
-#: most creep sub-steps per pass. Creep in cells² grows as 1 / cell², so on a grid of
-#: centimetre cells a preset tuned for 30 m cells asked for ~800k sweeps a pass (Erode on
-#: Blender's default 2 m grid never finished); beyond this many (cells under ~3.7 m
-#: with creep 25 m²) a pass creeps only 64 x the stable amount
-MAX_CREEP_SUBSTEPS = 64
+#: rows of a relaxation band: bands of one parity relax together on the pooled threads
+#: (two bands of a parity are a band apart, so they never touch the same cell); the
+#: bands do not depend on the thread count, so neither does the result
+RELAX_BAND_ROWS = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,23 +110,21 @@ class ThermalParams(Params):
 
 
 class _Kernel(NamedTuple):
-    """Per-sweep constants in cell units."""
+    """Per-pass constants in cell units."""
 
     talus: float  # tan(talus angle)
     rock: float  # tan(rock angle); inf = no landslides
     weathering: float  # cell units per pass (0 in relaxation-only sweeps)
     soil_depth: float  # cell units
     settling: float
-    creep: float  # cells^2 per sub-step (0 = off)
+    creep: float  # cells^2 per pass (0 = off)
 
 
-def _kernel_params(p: ThermalParams, cell: float) -> tuple[_Kernel, int]:
-    """Cell-unit constants for the first sweep of a pass and its creep sub-steps."""
-    creep = p.creep / (cell * cell)
-    sub = min(max(1, math.ceil(creep / _CREEP_STABLE)), MAX_CREEP_SUBSTEPS) if creep > 0 else 1
+def _kernel_params(p: ThermalParams, cell: float) -> _Kernel:
+    """Cell-unit constants of a pass."""
     rock = math.tan(math.radians(p.rock_angle)) if p.rock_angle < 90.0 else math.inf
     return _Kernel(math.tan(math.radians(p.talus_angle)), rock, p.weathering / cell,
-                   p.soil_depth / cell, p.settling, min(creep / sub, _CREEP_STABLE)), sub
+                   p.soil_depth / cell, p.settling, p.creep / (cell * cell))
 
 
 @njit(cache=True, error_model="numpy")
@@ -131,25 +138,25 @@ def _critical(rock, erodibility):
     return rock / e if e > 0.0 else math.inf
 
 
-@njit(cache=True, error_model="numpy")
-def _creep_factor(drop, dist, talus):
-    """Nonlinear creep weight towards a neighbour ``drop`` lower at ``dist`` cells:
-    isotropic 9-point stencil weight x S / (1 - (S/Sc)^2) capped, times dist (so that
-    weight x drop is the flux)."""
-    s = drop / dist
+@njit(cache=True, error_model="numpy", inline="always")
+def _conductance(creep, upper, lower, erodibility, talus):
+    """Creep conductance between neighbours at heights ``upper`` >= ``lower`` (cell
+    units): ``creep`` x S / (1 - (S/Sc)^2) / S (the factor capped), scaled by the upper
+    cell's ``erodibility`` (at most 1: hard rock creeps slower), so that conductance x
+    drop is the flux."""
+    s = upper - lower
     ratio = s / talus if talus > 0.0 else 1.0
-    f = 1.0 / max(1.0 - ratio * ratio, 1.0 / _CREEP_CAP)
-    w = 4.0 / 6.0 if dist == 1.0 else 1.0 / 6.0
-    return w * f
+    return creep * min(erodibility, 1.0) / max(1.0 - ratio * ratio, 1.0 / _CREEP_CAP)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibility,
-          talus_share, creep_share, row_excess):
-    """Weather rows ``first .. last - 1`` and work out what each of their cells sends:
-    ``talus_share`` (per unit of talus excess towards a neighbour) and ``creep_share``
-    (scale of the creep flux). ``row_excess[r]``: the largest excess in row r. Rows are
-    independent (a cell writes only itself), so row bands may run on several threads."""
+          talus_share, row_excess):
+    """Weather rows ``first .. last - 1``, loosen rock above its critical slope and work
+    out what each of their cells sends down its talus: ``talus_share`` (per unit of
+    talus excess towards a neighbour). ``row_excess[r]``: the largest excess in row r.
+    Rows are independent (a cell writes only itself), so row bands may run on several
+    threads."""
     rows, cols = height.shape
     for r in range(first, last):
         r0 = max(r - 1, 0)
@@ -175,33 +182,26 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
                          deposited)
             dmax = 0.0
             dsum = 0.0
-            csum = 0.0
             for rr in range(r0, r1 + 1):
                 for cc in range(c0, c1 + 1):
                     dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                    drop = h - height[rr, cc]  # 0 for the cell itself
-                    d = max(drop - k.talus * dist, 0.0)
+                    d = max(h - height[rr, cc] - k.talus * dist, 0.0)  # 0 for the cell
                     dmax = max(dmax, d)
                     dsum += d
-                    if k.creep > 0.0 and drop > 0.0:
-                        csum += k.creep * _creep_factor(drop, dist, k.talus) * drop
             s = sediment[r, c]
             if s > 1e-12:
                 worst = max(worst, dmax)
             want_talus = min(s, k.settling * 0.5 * dmax)  # only loose material slides
             talus_share[r, c] = want_talus / dsum if dsum > 0.0 else 0.0
-            # creep is transport-limited (soil-mantled slopes): the regolith it moves is
-            # sediment first, then rock; hard rock (erodibility < 1) creeps slower
-            creep_share[r, c] = min(erodibility[r, c], 1.0) if csum > 0.0 else 0.0
         row_excess[r] = worst
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus_share,
-             creep_share, new_height):
-    """Apply one sweep to rows ``first .. last - 1``: every cell loses what it sent and
-    gains its share of what each higher neighbour sent. Reads ``height`` (state before
-    the sweep) and the shares, writes its own cells only."""
+             new_height):
+    """Apply the talus sweep to rows ``first .. last - 1``: every cell loses what it
+    sent and gains its share of what each higher neighbour sent. Reads ``height``
+    (state before the sweep) and the shares, writes its own cells only."""
     rows, cols = height.shape
     for r in range(first, last):
         r0 = max(r - 1, 0)
@@ -218,37 +218,181 @@ def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus
                     up = height[rr, cc] - h  # > 0: neighbour above sends to us
                     if up > 0.0:
                         gain += talus_share[rr, cc] * max(up - k.talus * dist, 0.0)
-                        if k.creep > 0.0:
-                            gain += (creep_share[rr, cc] * k.creep
-                                     * _creep_factor(up, dist, k.talus) * up)
                     elif up < 0.0:
                         out += talus_share[r, c] * max(-up - k.talus * dist, 0.0)
-                        if k.creep > 0.0:
-                            out += (creep_share[r, c] * k.creep
-                                    * _creep_factor(-up, dist, k.talus) * -up)
-            from_sed = min(out, sediment[r, c])  # creep beyond the soil takes rock
+            from_sed = min(out, sediment[r, c])  # out exceeds the soil by rounding only
             # the new surface goes to the scratch: the neighbours still read ``height``
             transfer((np.int64(r), c), from_sed, out - from_sed, gain, new_height, bedrock,
                      sediment, eroded, deposited)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _edge(creep, talus, a, b, ea, eb):
+    """Creep conductance between cells of heights ``a`` and ``b`` (erodibilities
+    ``ea``, ``eb``); the higher cell's erodibility counts."""
+    if a >= b:
+        return _conductance(creep, a, b, ea, talus)
+    return _conductance(creep, b, a, eb, talus)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
-def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
-    """One relaxation sweep in descending height order (``order``: flat indices), each
-    cell seeing its higher neighbours' updates, so a slide runs down a whole slope in
-    one sweep: rock above the critical slope breaks loose, then loose material above
-    the talus slope moves to the lower neighbours in proportion to their excess, as
-    much as brings the steepest one to the talus slope (all of it where the rock alone
-    is steeper than that: nothing rests there). Returns the largest amount
+def _creep_rows(creep, talus, first, last, height, erodibility):
+    """Implicit creep along rows ``first .. last - 1``, in place on ``height`` (cell
+    units): backward Euler of the flux conductance x drop between row neighbours,
+    conductances from the heights before the step, closed ends, so each row keeps its
+    material (Thomas algorithm). ``creep``: cells² for this step. Rows are disjoint:
+    bands may run on threads."""
+    cols = height.shape[1]
+    cp = np.empty(cols)
+    for r in range(first, last):
+        h = height[r]
+        e = erodibility[r]
+        # forward: (1 + L + R) x_c - L x_{c-1} - R x_{c+1} = h_c, d' kept in h
+        left = 0.0
+        prev_c = 0.0
+        prev_d = 0.0
+        for c in range(cols):
+            right = _edge(creep, talus, h[c], h[c + 1], e[c], e[c + 1]) if c + 1 < cols else 0.0
+            den = 1.0 + left + right - left * prev_c
+            prev_c = right / den
+            prev_d = (h[c] + left * prev_d) / den
+            cp[c] = prev_c
+            h[c] = prev_d
+            left = right
+        for c in range(cols - 2, -1, -1):  # back substitution
+            h[c] += cp[c] * h[c + 1]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _creep_columns(creep, talus, first, last, height, erodibility, cp, left):
+    """Implicit creep along columns ``first .. last - 1`` (as :func:`_creep_rows`),
+    swept a row at a time so that memory is read in order: ``cp`` (the grid's shape)
+    and ``left`` (a row) are scratch. Columns are disjoint: bands may run on threads."""
+    rows = height.shape[0]
+    for c in range(first, last):
+        left[c] = 0.0
+    for r in range(rows):
+        h = height[r]
+        e = erodibility[r]
+        for c in range(first, last):
+            right = (_edge(creep, talus, h[c], height[r + 1, c], e[c], erodibility[r + 1, c])
+                     if r + 1 < rows else 0.0)
+            lft = left[c]
+            above_c = cp[r - 1, c] if r > 0 else 0.0
+            above_d = height[r - 1, c] if r > 0 else 0.0
+            den = 1.0 + lft + right - lft * above_c
+            cp[r, c] = right / den
+            h[c] = (h[c] + lft * above_d) / den
+            left[c] = right
+    for r in range(rows - 2, -1, -1):  # back substitution
+        for c in range(first, last):
+            height[r, c] += cp[r, c] * height[r + 1, c]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _apply_change(first, last, new_height, height, bedrock, sediment, eroded, deposited):
+    """Write the surface ``new_height`` into rows ``first .. last - 1`` of the terrain:
+    a cell that fell loses sediment first, then rock; one that rose gains sediment."""
+    cols = height.shape[1]
+    hf, nf = height.reshape(-1), new_height.reshape(-1)
+    bf, sf = bedrock.reshape(-1), sediment.reshape(-1)
+    ef, df = eroded.reshape(-1), deposited.reshape(-1)
+    for i in range(first * cols, last * cols):
+        apply_change(i, nf[i] - hf[i], hf, bf, sf, ef, df)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _mark(m, nowf, marks, at, count):
+    """Mark cell ``m`` as moved in this sweep (once: ``nowf``), appending it to the
+    band's list ``marks[at:]`` of ``count`` entries; returns the new count."""
+    if not nowf[m]:
+        nowf[m] = 1
+        marks[at + count] = m
+        count += 1
+    return count
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _queue_near(m, lo, hi, cols, rows, hf, qf, keys, cells, top):
+    """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``
+    and are not queued yet on the band's heap (highest first); returns the heap's top."""
+    r = m // cols
+    c = m - r * cols
+    for rr in range(max(r - 1, 0), min(r + 2, rows)):
+        for cc in range(max(c - 1, 0), min(c + 2, cols)):
+            i = rr * cols + cc
+            if lo <= i < hi and not qf[i]:
+                qf[i] = 1
+                top = heap_push(keys, cells, top, -hf[i], i)
+    return top
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _unstable(k, i, rows, cols, hf, bf, sf, kf):
+    """Whether relaxation would move cell ``i`` now: rock above its critical slope, or
+    loose material above its talus slope."""
+    r = i // cols
+    c = i - r * cols
+    crit = _critical(k.rock, kf[i])
+    loose = sf[i] > 1e-12
+    for rr in range(max(r - 1, 0), min(r + 2, rows)):
+        for cc in range(max(c - 1, 0), min(c + 2, cols)):
+            m = rr * cols + cc
+            dist = _SQRT2 if (rr != r and cc != c) else 1.0
+            if (bf[i] - hf[m] - crit * dist > SLACK
+                    or (loose and hf[i] - hf[m] - k.talus * dist > SLACK)):
+                return True
+    return False
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, starts, counts,
+                moved, queued, height, bedrock, sediment, eroded, deposited, erodibility):
+    """One relaxation sweep over rows ``first .. last - 1`` (band ``own``), highest cell
+    first, each cell seeing its higher neighbours' updates, so a slide runs down a whole
+    slope in one sweep: rock above the critical slope breaks loose, then loose material
+    above the talus slope moves to the lower neighbours in proportion to their excess,
+    as much as brings the steepest one to the talus slope (all of it where the rock
+    alone is steeper than that: nothing rests there).
+
+    Only cells that can move are visited (every cell when ``everything``): those next
+    to a cell that moved in the previous sweep (the lists ``before[starts[b]:]`` of
+    ``counts[0, b]`` cells of bands ``ylo .. yhi - 1``: this one and its neighbours) or,
+    in an ``odd`` band, in this sweep (``now``, the other bands' lists, ``counts[1, b]``
+    cells), and every cell a slide feeds, taken in height order from a heap. A cell that
+    moves is listed in ``now[starts[own]:]``, with the cells it feeds (``moved`` dedupes
+    them). Writes the band's cells and the rows next to it. Returns the largest amount
     loosened or moved by one cell (cell units): 0 once nothing is too steep."""
     rows, cols = height.shape
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
     ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
+    mf, qf = moved.reshape(-1), queued.reshape(-1)
+    lo, hi = first * cols, last * cols
+    keys = np.empty(hi - lo)
+    cells = np.empty(hi - lo, dtype=np.int64)
+    top = 0
+    if everything:  # every cell that would move now
+        for i in range(lo, hi):
+            if _unstable(k, i, rows, cols, hf, bf, sf, kf):
+                qf[i] = 1
+                top = heap_push(keys, cells, top, -hf[i], i)
+    else:
+        for y in range(ylo, yhi):
+            for j in range(counts[0, y]):
+                top = _queue_near(before[starts[y] + j], lo, hi, cols, rows, hf, qf, keys,
+                                  cells, top)
+            if odd and y != own:
+                for j in range(counts[1, y]):
+                    top = _queue_near(now[starts[y] + j], lo, hi, cols, rows, hf, qf, keys,
+                                      cells, top)
+    at = starts[own]
+    count = 0
     worst = 0.0
     nb = np.empty(8, dtype=np.int64)
     ex = np.empty(8)
-    for j in range(order.size):
-        i = order[j]
+    while top > 0:
+        _, i, top = heap_pop(keys, cells, top)
+        qf[i] = 0
         r = i // cols
         c = i - r * cols
         h = hf[i]
@@ -267,77 +411,163 @@ def _relax(k, order, height, bedrock, sediment, eroded, deposited, erodibility):
                 rmax = max(rmax, bf[i] - hf[m] - crit * dist)
                 d = h - hf[m] - k.talus * dist
                 bare = max(bare, bf[i] - hf[m] - k.talus * dist)
-                if d > 0.0:
+                if d > SLACK:
                     nb[n] = m
                     ex[n] = d
                     n += 1
                     dmax = max(dmax, d)
                     dsum += d
-        if rmax > 0.0:  # the wedge above the critical plane breaks loose
+        if rmax > SLACK:  # the wedge above the critical plane breaks loose
             loose = rmax * min(kf[i], 1.0)
             worst = max(worst, loose)
             transfer(i, 0.0, loose, loose, hf, bf, sf, ef, df)  # the same surface
+            count = _mark(i, mf, now, at, count)
         if n == 0 or sf[i] <= 1e-12:
             continue
         # the amount that brings the steepest neighbour exactly to the talus slope
         want = sf[i] if bare > 0.0 else min(sf[i], dmax * dsum / (dsum + dmax))
         out = exchange(i, want, 0.0, hf, bf, sf, ef, df, kf)
         worst = max(worst, out)
+        count = _mark(i, mf, now, at, count)
         for q in range(n):
-            put_at(nb[q], out * ex[q] / dsum, hf, bf, sf, df)
+            m = nb[q]
+            put_at(m, out * ex[q] / dsum, hf, bf, sf, df)
+            count = _mark(m, mf, now, at, count)
+            if lo <= m < hi and not qf[m]:  # it may be too steep now
+                qf[m] = 1
+                top = heap_push(keys, cells, top, -hf[m], m)
+    counts[1, own] = count
     return worst
+
+
+@njit(cache=True)
+def _unmark(now, starts, counts, moved):
+    """Clear ``moved`` for every cell listed in this sweep's lists."""
+    mf = moved.reshape(-1)
+    for b in range(starts.size):
+        for j in range(counts[1, b]):
+            mf[now[starts[b] + j]] = 0
+
+
+def relax_bands(rows: int) -> np.ndarray:
+    """Row edges of the relaxation bands (at least RELAX_BAND_ROWS rows each, or one
+    band): independent of the threads."""
+    bands = max(1, rows // RELAX_BAND_ROWS)
+    return np.array([rows * b // bands for b in range(bands + 1)], dtype=np.int64)
 
 
 def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, count: int,
               height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
     """Run ``count`` passes on ``terrain`` in place (``seed``, ``first`` and ``cdf`` are
     not needed: the passes are deterministic). ``height`` (bedrock + sediment) is kept
-    in step when given. Returns the cell updates done (sweeps x cells)."""
+    in step when given. Returns the cell updates done (sweeps x cells, a creep solve
+    counting as one sweep)."""
     if height is None:
         height = terrain.height()
-    first_sweep, substeps = _kernel_params(params, terrain.cell_size)
-    creep_only = first_sweep._replace(weathering=0.0, settling=0.0)
+    k = _kernel_params(params, terrain.cell_size)
+    rows, cols = height.shape
     talus_share = np.empty_like(height)
-    creep_share = np.empty_like(height)
     scratch = np.empty_like(height)
-    row_excess = np.zeros(height.shape[0])
+    row_excess = np.zeros(rows)
     sweeps = 0
+    row_bands = parallel.bands(rows)
+    t = terrain
 
-    threads = parallel.threads()
-    bands = parallel.bands(height.shape[0])
-
-    def send(k: _Kernel, band: tuple[int, int]) -> None:
-        _send(k, band[0], band[1], height, terrain.bedrock, terrain.sediment,
-              terrain.eroded, terrain.deposited, terrain.erodibility, talus_share,
-              creep_share, row_excess)
-
-    def receive(k: _Kernel, band: tuple[int, int]) -> None:
-        _receive(k, band[0], band[1], height, terrain.bedrock, terrain.sediment,
-                 terrain.eroded, terrain.deposited, talus_share, creep_share, scratch)
-
-    def sweep(k: _Kernel) -> float:
-        parallel.run(bands, lambda band: send(k, band), count=threads)
-        parallel.run(bands, lambda band: receive(k, band), count=threads)
+    def talus_sweep() -> float:
+        """Weathering, landslides and one talus sweep, all cells together."""
+        parallel.run(row_bands, lambda b: _send(k, b[0], b[1], height, t.bedrock, t.sediment,
+                                            t.eroded, t.deposited, t.erodibility,
+                                            talus_share, row_excess))
+        parallel.run(row_bands, lambda b: _receive(k, b[0], b[1], height, t.bedrock, t.sediment,
+                                               t.eroded, t.deposited, talus_share, scratch))
         height[...] = scratch
         return float(row_excess.max())
 
+    col_bands = parallel.bands(cols)
+    col_scratch = (np.empty_like(height), np.empty(cols)) if k.creep > 0.0 else None
+
+    def creep() -> None:
+        """Implicit creep, split by axis (Strang): half the step along the rows, the
+        whole along the columns, half along the rows; the terrain written once from
+        the change."""
+        scratch[...] = height
+        for along_rows, share in ((True, 0.5), (False, 1.0), (True, 0.5)):
+            c = share * k.creep
+            if along_rows:
+                parallel.run(row_bands, lambda b, c=c: _creep_rows(
+                    c, k.talus, b[0], b[1], scratch, t.erodibility))
+            else:
+                parallel.run(col_bands, lambda b, c=c: _creep_columns(
+                    c, k.talus, b[0], b[1], scratch, t.erodibility, *col_scratch))
+        parallel.run(row_bands, lambda b: _apply_change(b[0], b[1], scratch, height,
+                                                        t.bedrock, t.sediment, t.eroded,
+                                                        t.deposited))
+
+    edges = relax_bands(rows)
+    # each band lists the cells that moved in a sweep (its rows and the next ones)
+    starts = np.array([(e + 2 * b - 1) * cols for b, e in enumerate(edges[:-1])])
+    starts[0] = 0
+    lists = [np.empty(edges[-1] * cols + 2 * len(starts) * cols, dtype=np.int64)
+             for _ in range(2)]
+    counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this sweep]
+    moved = np.zeros(height.shape, dtype=np.uint8)
+    queued = np.zeros(height.shape, dtype=np.uint8)
+
+    count_bands = len(starts)
+
+    def relax(first: int, last: int, ylo: int, yhi: int, own: int, everything: bool,
+              odd: bool) -> float:
+        return _relax_band(k, first, last, ylo, yhi, own, everything, odd, lists[0],
+                           lists[1], starts, counts, moved, queued, height, t.bedrock,
+                           t.sediment, t.eroded, t.deposited, t.erodibility)
+
+    def next_sweep() -> None:
+        _unmark(lists[1], starts, counts, moved)
+        lists.reverse()  # this sweep's lists are the next one's "before"
+        counts[0] = counts[1]
+        counts[1] = 0
+
+    def relax_sweep(everything: bool) -> float:
+        """One relaxation sweep: the even bands together, then the odd ones."""
+        worst = [0.0]
+
+        def band(b: int) -> float:
+            return relax(edges[b], edges[b + 1], max(b - 1, 0), min(b + 2, count_bands), b,
+                         everything, b % 2 == 1)
+
+        def keep(_b: int, moved_most: float) -> None:
+            worst[0] = max(worst[0], moved_most)
+
+        parallel.run(range(0, count_bands, 2), band, keep)
+        parallel.run(range(1, count_bands, 2), band, keep)
+        next_sweep()
+        return worst[0]
+
+    def finish() -> None:
+        """The cells next to the last sweep's moves, all in one heap (on this thread):
+        what the odd bands laid on the even ones' cells slides on, and none of it
+        waits on a slope steeper than it can rest on."""
+        relax(0, rows, 0, count_bands, 0, False, False)
+        next_sweep()
+
     for _ in range(count):
-        excess = sweep(first_sweep)
+        excess = talus_sweep()
         sweeps += 1
-        for _ in range(substeps - 1):
-            sweep(creep_only)
+        if k.creep > 0.0:
+            creep()
             sweeps += 1
-        if first_sweep.creep > 0.0 or first_sweep.weathering > 0.0:
+        if k.creep > 0.0 or k.weathering > 0.0:
             excess = math.inf  # creep and new soil may rest too steep: always relax
+        relaxed = 0
         for j in range(params.relax_sweeps):
             if excess <= TOLERANCE:
                 break
-            if j % RESORT_EVERY == 0:  # a sweep barely reorders the heights, and sorting
-                # 512² cells cost more than the sweep (1.4 of 2.3 s a pass, every sweep)
-                order = np.argsort(-height, axis=None, kind="stable")
-            excess = _relax(first_sweep, order, height, terrain.bedrock, terrain.sediment,
-                            terrain.eroded, terrain.deposited, terrain.erodibility)
-            sweeps += 1
+            # the first sweep visits every cell: creep and new soil moved them all
+            excess = relax_sweep(j == 0)
+            relaxed += 1
+        if relaxed:
+            finish()
+        sweeps += relaxed
     return sweeps * height.size
 
 
@@ -350,21 +580,9 @@ def per_rain(params: ThermalParams, share: float) -> ThermalParams:
     return params.replace(creep=params.creep * share, weathering=params.weathering * share)
 
 
-def advice(params: ThermalParams, cell_size: float) -> str | None:
-    """A sentence when a pass cannot creep as much as asked on these cells."""
-    creep = params.creep / (cell_size * cell_size)
-    needed = math.ceil(creep / _CREEP_STABLE) if creep > 0 else 1
-    if needed <= MAX_CREEP_SUBSTEPS:
-        return None
-    return (f"thermal: creep {params.creep:.3g} world units² a pass is meant for coarser "
-            f"cells; on these {cell_size:.3g} cells a pass creeps "
-            f"{100 * MAX_CREEP_SUBSTEPS / needed:.2g}% of it (lower creep for this grid, or "
-            "scale the object up)")
-
-
 # last of the processes that move ground, so every round ends with bounded slopes
 PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, advice=advice)
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain)
