@@ -313,15 +313,16 @@ def _mark(m, nowf, marks, at, count):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _queue_near(m, lo, hi, cols, rows, hf, qf, keys, cells, top):
-    """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``
-    and are not queued yet on the band's heap (highest first); returns the heap's top."""
+def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, keys, cells, top):
+    """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``,
+    are not queued yet on the band's heap (highest first) and would move now
+    (:func:`_unstable`); returns the heap's top."""
     r = m // cols
     c = m - r * cols
     for rr in range(max(r - 1, 0), min(r + 2, rows)):
         for cc in range(max(c - 1, 0), min(c + 2, cols)):
             i = rr * cols + cc
-            if lo <= i < hi and not qf[i]:
+            if lo <= i < hi and not qf[i] and _unstable(k, i, rows, cols, hf, bf, sf, kf):
                 qf[i] = 1
                 top = heap_push(keys, cells, top, -hf[i], i)
     return top
@@ -359,10 +360,11 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
     to a cell that moved in the previous sweep (the lists ``before[starts[b]:]`` of
     ``counts[0, b]`` cells of bands ``ylo .. yhi - 1``: this one and its neighbours) or,
     in an ``odd`` band, in this sweep (``now``, the other bands' lists, ``counts[1, b]``
-    cells), and every cell a slide feeds, taken in height order from a heap. A cell that
-    moves is listed in ``now[starts[own]:]``, with the cells it feeds (``moved`` dedupes
-    them). Writes the band's cells and the rows next to it. Returns the largest amount
-    loosened or moved by one cell (cell units): 0 once nothing is too steep."""
+    cells) and would move now, and every cell a slide feeds, taken in height order from a
+    heap. A cell that moves is listed in ``now[starts[own]:]``, with the cells it feeds
+    (``moved`` dedupes them). Writes the band's cells and the rows next to it. Returns
+    the largest amount loosened or moved by one cell (cell units): 0 once nothing is
+    too steep."""
     rows, cols = height.shape
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
     ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
@@ -379,12 +381,12 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
     else:
         for y in range(ylo, yhi):
             for j in range(counts[0, y]):
-                top = _queue_near(before[starts[y] + j], lo, hi, cols, rows, hf, qf, keys,
-                                  cells, top)
+                top = _queue_near(k, before[starts[y] + j], lo, hi, cols, rows, hf, bf, sf,
+                                  kf, qf, keys, cells, top)
             if odd and y != own:
                 for j in range(counts[1, y]):
-                    top = _queue_near(now[starts[y] + j], lo, hi, cols, rows, hf, qf, keys,
-                                      cells, top)
+                    top = _queue_near(k, now[starts[y] + j], lo, hi, cols, rows, hf, bf,
+                                      sf, kf, qf, keys, cells, top)
     at = starts[own]
     count = 0
     worst = 0.0
@@ -437,6 +439,21 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
                 qf[m] = 1
                 top = heap_push(keys, cells, top, -hf[m], m)
     counts[1, own] = count
+    return worst
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _relax_bands(k, ids, edges, everything, before, now, starts, counts, moved, queued,
+                 height, bedrock, sediment, eroded, deposited, erodibility):
+    """:func:`_relax_band` for each band in ``ids`` (all even or all odd: they never
+    touch the same cell), in turn; returns the largest amount moved."""
+    bands = edges.size - 1
+    worst = 0.0
+    for b in ids:
+        worst = max(worst, _relax_band(k, edges[b], edges[b + 1], max(b - 1, 0),
+                                       min(b + 2, bands), b, everything, b % 2 == 1, before,
+                                       now, starts, counts, moved, queued, height, bedrock,
+                                       sediment, eroded, deposited, erodibility))
     return worst
 
 
@@ -514,12 +531,10 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     queued = np.zeros(height.shape, dtype=np.uint8)
 
     count_bands = len(starts)
-
-    def relax(first: int, last: int, ylo: int, yhi: int, own: int, everything: bool,
-              odd: bool) -> float:
-        return _relax_band(k, first, last, ylo, yhi, own, everything, odd, lists[0],
-                           lists[1], starts, counts, moved, queued, height, t.bedrock,
-                           t.sediment, t.eroded, t.deposited, t.erodibility)
+    # the bands of each parity, in a few runs of neighbours per thread
+    parities = [[ids for ids in np.array_split(np.arange(p, count_bands, 2),
+                                               2 * parallel.threads()) if ids.size]
+                for p in (0, 1)]
 
     def next_sweep() -> None:
         _unmark(lists[1], starts, counts, moved)
@@ -531,15 +546,16 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         """One relaxation sweep: the even bands together, then the odd ones."""
         worst = [0.0]
 
-        def band(b: int) -> float:
-            return relax(edges[b], edges[b + 1], max(b - 1, 0), min(b + 2, count_bands), b,
-                         everything, b % 2 == 1)
+        def bands(ids: np.ndarray) -> float:
+            return _relax_bands(k, ids, edges, everything, lists[0], lists[1], starts,
+                                counts, moved, queued, height, t.bedrock, t.sediment,
+                                t.eroded, t.deposited, t.erodibility)
 
-        def keep(_b: int, moved_most: float) -> None:
+        def keep(_ids: np.ndarray, moved_most: float) -> None:
             worst[0] = max(worst[0], moved_most)
 
-        parallel.run(range(0, count_bands, 2), band, keep)
-        parallel.run(range(1, count_bands, 2), band, keep)
+        for ids in parities:
+            parallel.run(ids, bands, keep)
         next_sweep()
         return worst[0]
 
@@ -547,7 +563,9 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         """The cells next to the last sweep's moves, all in one heap (on this thread):
         what the odd bands laid on the even ones' cells slides on, and none of it
         waits on a slope steeper than it can rest on."""
-        relax(0, rows, 0, count_bands, 0, False, False)
+        _relax_band(k, 0, rows, 0, count_bands, 0, False, False, lists[0], lists[1], starts,
+                    counts, moved, queued, height, t.bedrock, t.sediment, t.eroded,
+                    t.deposited, t.erodibility)
         next_sweep()
 
     for _ in range(count):
