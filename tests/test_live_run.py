@@ -412,8 +412,8 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
 def test_a_run_names_what_its_grid_cannot_show(blender):
     obj = add_grid(bpy, n=32, size=2.0)  # 6.5 cm cells
     s = obj.terrain_erosion
-    s.apply_preset(te.simcore.formats.presets.find_preset("default"))
+    s.apply_preset(te.simcore.formats.presets.find_preset("young_range"))
     job = te.job.ErosionJob(obj)
-    assert [t for t in job.advice if t.startswith("thermal: creep 25")], job.advice
-    s.thermal.creep = 0.0
+    assert [t for t in job.advice if t.startswith("landscape: uplift")], job.advice
+    s.landscape.enabled = False
     assert te.job.ErosionJob(obj).advice == []
