@@ -29,6 +29,7 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     in ``first`` (those of the preset about to be used) come first, then the write-back
     helpers, so that a run of that preset is ready as early as possible; the other
     processes and the ridge generator follow."""
+    from .formats.presets import find_preset
     from .layers import gray_to_rgba, to_vertices
     from .noise import fractal_terrain
     from .simulation import PROCESSES, Simulation, process_params
@@ -36,12 +37,17 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
 
     heights = fractal_terrain(SIDE, seed=1, relief=4.0)
 
+    # a process runs with its defaults and with the Default preset's values, whose
+    # branches may differ (a creep of 0 by default, 25 m² in the preset)
+    preset = find_preset("default").enabled_params()
+
     def run_process(name: str) -> Callable[[], None]:
         def job() -> None:
-            terrain = Terrain.from_heights(heights.copy(), 1.0)
-            terrain.protect[0, 0] = 0.5  # a painted protect mask has a kernel of its own
-            Simulation(terrain, {name: process_params(name)}, seed=0,
-                       particles=1).run_round()
+            ours = preset.get(name, process_params(name))
+            for params in dict.fromkeys((process_params(name), ours)):
+                terrain = Terrain.from_heights(heights.copy(), 1.0)
+                terrain.protect[0, 0] = 0.5  # a painted protect mask has a kernel of its own
+                Simulation(terrain, {name: params}, seed=0, particles=1).run_round()
         return job
 
     def write_back() -> None:  # what the add-on calls to write mesh attributes
