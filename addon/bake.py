@@ -316,13 +316,14 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
                         "be at least Start")
     if per_frame < 1:
         raise BakeError("Particles per Frame must be at least 1")
+    frames = frame_end - frame_start + 1
+    n = len(obj.data.vertices)
+    # checks the object, the settings and the memory before anything changes
+    job = ErosionJob(obj, per_frame * (frames - 1))
     b = obj.terrain_bake
     if not b.cache_dir:
         b.cache_dir = default_cache_dir(obj)
     folder = cache_path(obj)
-    frames = frame_end - frame_start + 1
-    n = len(obj.data.vertices)
-    job = ErosionJob(obj, per_frame * (frames - 1))  # checks the object and settings
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

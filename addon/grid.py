@@ -12,7 +12,7 @@ import bpy
 import numpy as np
 
 from .simcore.errors import UserError
-from .simcore.layers import gray_to_rgba, to_vertices
+from .simcore.layers import to_vertices
 from .simcore.processes import FIELDS
 
 #: Our attributes, from the terrain arrays' descriptions (simcore/fields.py): color
@@ -88,9 +88,10 @@ def object_problem(obj: bpy.types.Object | None) -> str | None:
     return None
 
 
-def read_positions(me: bpy.types.Mesh) -> np.ndarray:
-    """Local vertex positions, (n, 3) float32."""
-    co = np.empty(len(me.vertices) * 3, np.float32)
+def read_positions(me: bpy.types.Mesh, out: np.ndarray | None = None) -> np.ndarray:
+    """Local vertex positions, (n, 3) float32 (into ``out``, a float32 buffer of n * 3
+    values, when given: no allocation)."""
+    co = np.empty(len(me.vertices) * 3, np.float32) if out is None else out.reshape(-1)
     me.attributes["position"].data.foreach_get("vector", co)
     return co.reshape(-1, 3)
 
@@ -149,7 +150,9 @@ def read_float_layer(me: bpy.types.Mesh, name: str, grid: Grid) -> np.ndarray | 
     return values[grid.order].reshape(grid.rows, grid.cols).astype(np.float64)
 
 
-def _ensure(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribute:
+def ensure_attribute(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribute:
+    """Our point attribute ``name`` of ``data_type`` (FLOAT or FLOAT_COLOR), made if
+    missing or of another kind."""
     attr = me.attributes.get(name)
     if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
         me.attributes.remove(attr)
@@ -172,18 +175,8 @@ def _to_vertices(grid: Grid, raster: np.ndarray, scale: float = 1.0,
 
 def write_float_layer(me: bpy.types.Mesh, name: str, grid: Grid, raster: np.ndarray,
                       scale: float = 1.0, buffer: np.ndarray | None = None) -> None:
-    _ensure(me, name, 'FLOAT').data.foreach_set(
+    ensure_attribute(me, name, 'FLOAT').data.foreach_set(
         "value", _to_vertices(grid, raster, scale, buffer))
-
-
-def write_color_layer(me: bpy.types.Mesh, name: str, grid: Grid, kind: str,
-                      values: np.ndarray, rgba: np.ndarray | None = None) -> None:
-    """A terrain array ``kind`` shown as gray 0..1 in a FLOAT_COLOR point layer;
-    ``rgba`` is an optional (n, 4) float32 buffer to reuse."""
-    if rgba is None:
-        rgba = np.empty((grid.rows * grid.cols, 4), np.float32)
-    gray_to_rgba(kind, values, rgba, None if grid.identity else grid.order)
-    _ensure(me, name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
 
 
 def write_heights(me: bpy.types.Mesh, grid: Grid, positions: np.ndarray,
@@ -239,7 +232,7 @@ class MeshSnapshot:
             if name not in floats:
                 me.attributes.remove(me.attributes[name])
         for name, values in floats.items():
-            _ensure(me, name, 'FLOAT').data.foreach_set("value", values)
+            ensure_attribute(me, name, 'FLOAT').data.foreach_set("value", values)
         me.update()
 
     def restore(self, me: bpy.types.Mesh) -> None:
@@ -248,7 +241,7 @@ class MeshSnapshot:
             if name not in self.attributes:
                 me.attributes.remove(me.attributes[name])
         for name, (data_type, data) in self.attributes.items():
-            attr = _ensure(me, name, data_type)
+            attr = ensure_attribute(me, name, data_type)
             attr.data.foreach_set("color" if data_type == 'FLOAT_COLOR' else "value", data)
         me.update()
 
@@ -267,18 +260,26 @@ def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:
 
 
 _status_cache: dict[tuple, tuple[str, tuple[int, int, float] | None]] = {}
+#: the last full key of each mesh (pointer, vertex and face counts): what a panel drawn
+#: during a live run shows without reading the positions again
+_last_key: dict[tuple, tuple] = {}
 
 
-def _status_entry(obj) -> tuple[str, tuple[int, int, float] | None]:
+def _status_entry(obj, quick: bool = False) -> tuple[str, tuple[int, int, float] | None]:
     """(text, (rows, cols, cell size) or None) of a grid object, cached per mesh state;
-    text starts with '!' when the object is not usable."""
+    text starts with '!' when the object is not usable. ``quick``: the entry last
+    computed for this mesh if any, without reading the positions (a live run checks
+    them itself; reading them is 15 ms a panel draw at 2048², and after each update
+    Blender copies them for the first reader: 0.1 s)."""
     problem = object_problem(obj)
     if problem:
         return "!" + problem, None
     me = obj.data
+    shape = (me.as_pointer(), len(me.vertices), len(me.polygons))
+    if quick and _last_key.get(shape) in _status_cache:
+        return _status_cache[_last_key[shape]]
     co = read_positions(me)  # ~1 ms per million vertices: keeps the cache honest
-    key = (me.as_pointer(), len(me.vertices), len(me.polygons), float(co[:, 0].sum()),
-           float(co[:, 1].sum()))
+    key = (*shape, float(co[:, 0].sum()), float(co[:, 1].sum()))
     if key not in _status_cache:
         extent = None
         try:
@@ -291,17 +292,20 @@ def _status_entry(obj) -> tuple[str, tuple[int, int, float] | None]:
             text = "!" + str(exc)
         if len(_status_cache) > 64:
             _status_cache.clear()
+            _last_key.clear()
         _status_cache[key] = (text, extent)
+    _last_key[shape] = key
     return _status_cache[key]
 
 
-def grid_status(obj) -> tuple[bool, str]:
-    """(usable, text) for the panel; grid detection is cached per mesh state."""
-    text, _ = _status_entry(obj)
+def grid_status(obj, quick: bool = False) -> tuple[bool, str]:
+    """(usable, text) for the panel; grid detection is cached per mesh state
+    (``quick``: see _status_entry)."""
+    text, _ = _status_entry(obj, quick)
     return (False, text[1:]) if text.startswith("!") else (True, text)
 
 
-def grid_extent(obj) -> tuple[int, int, float] | None:
+def grid_extent(obj, quick: bool = False) -> tuple[int, int, float] | None:
     """(rows, cols, cell size in local units) of a usable grid object, else None
     (cached like grid_status: cheap enough for a panel draw)."""
-    return _status_entry(obj)[1]
+    return _status_entry(obj, quick)[1]

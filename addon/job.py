@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import bpy
 import numpy as np
 
 from . import grid as gridio
-from . import instances, masks
+from . import instances, masks, writeback
 from .simcore import __version__ as simcore_version
 from .simcore.errors import UserError
-from .simcore.fileio import check_memory
+from .simcore.memory import check_run
 from .simcore.simulation import PROCESSES, Progress, Simulation
-from .simcore.terrain import BYTES_PER_CELL, Terrain, TerrainError
+from .simcore.terrain import Terrain, TerrainError
+
+#: a live run asks for the next frame no sooner than this many times the time Blender
+#: took after the last frame's writes (normals, redraw: about 0.7 s at 2048²), so
+#: redrawing the mesh takes at most about a fifth of the time
+REDRAW_FACTOR = 4.0
+#: seconds of mesh writes a live run's timer tick plans for (one item at least: a single
+#: layer write cannot be split; at 2048² a color layer takes 25-130 ms here)
+TICK_SECONDS = 0.05
 
 
 class JobEnded(UserError):
@@ -36,52 +45,63 @@ def _produced(processes) -> list[str]:
 class _Runner:
     """Rounds on a background thread, so the viewport keeps drawing and Esc is seen
     while a round runs (a round of the default preset takes seconds at 512²; the
-    kernels release the GIL). The main thread touches the terrain only while the
-    worker is parked between rounds (:meth:`parked`) or has ended, so a write-back
-    never sees half a round. Rounds are the same as on the main thread, so the result
-    is bit-identical."""
+    kernels release the GIL). Between two rounds, when the main thread asks for one,
+    the worker prepares a write-back frame (``prepare()``: the per-vertex buffers, no
+    bpy) and goes on; the main thread then writes it onto the mesh a slice per tick
+    and asks for the next one only once it is written, so the worker never fills a
+    buffer the main thread reads. Rounds are the same as on the main thread, so the
+    result is bit-identical. After the last round the worker waits for the request of
+    the final frame, or to be halted."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: Simulation, prepare: Callable[[], writeback.Frame]) -> None:
         self.sim = sim
+        self.prepare = prepare
         self.error: BaseException | None = None
+        #: a prepared frame the main thread has not taken yet
+        self.frame: writeback.Frame | None = None
+        #: a frame was asked for and not taken yet
+        self.requested = False
         self._stop = threading.Event()
-        self._want = threading.Event()  # the main thread wants the terrain
-        self._parked = threading.Event()  # the worker waits between rounds
-        self._resume = threading.Event()
+        self._want = threading.Event()  # the main thread wants a frame
+        self._wake = threading.Event()  # something to do after the last round
         self.thread = threading.Thread(target=self._work, name=RUNNER_THREAD, daemon=True)
         _runners.add(self)
         self.thread.start()
 
     def _work(self) -> None:
         try:
-            while not self._stop.is_set() and self.sim.rounds_done < self.sim.target_rounds:
+            while not self._stop.is_set():
                 if self._want.is_set():
-                    self._parked.set()
-                    self._resume.wait()
-                    self._resume.clear()
-                    self._parked.clear()
-                    continue
-                self.sim.run_round()
+                    self._want.clear()
+                    self.frame = self.prepare()
+                elif self.sim.rounds_done < self.sim.target_rounds:
+                    self.sim.run_round()
+                else:
+                    self._wake.wait()
+                    self._wake.clear()
         except BaseException as exc:  # handed to the main thread by the next tick
             self.error = exc
         finally:
             _runners.discard(self)
 
-    def parked(self) -> bool:
-        """Ask the worker to wait after its round; True once it does (or has ended):
-        then the terrain is the main thread's until :meth:`release`."""
+    def request_frame(self) -> None:
+        """Ask for a frame of the terrain after the round under way."""
+        self.requested = True
         self._want.set()
-        return self._parked.is_set() or not self.thread.is_alive()
+        self._wake.set()
 
-    def release(self) -> None:
-        self._want.clear()
-        self._resume.set()
+    def take_frame(self) -> writeback.Frame | None:
+        """The frame asked for, once it is ready (else None)."""
+        frame = self.frame
+        if frame is not None:
+            self.frame, self.requested = None, False
+        return frame
 
     def halt(self, wait: bool = True) -> None:
         """Stop after the current round; ``wait`` for it (at most one round) when the
         terrain is still needed (a kept result), not when it is thrown away."""
         self._stop.set()
-        self._resume.set()
+        self._wake.set()
         if wait:
             self.thread.join()
 
@@ -107,10 +127,14 @@ class ErosionJob:
             raise gridio.GridError(problem)
         settings = obj.terrain_erosion
         me = obj.data
-        check_memory(len(me.vertices) * BYTES_PER_CELL,
-                     f"eroding '{obj.name}' ({len(me.vertices):,} vertices)")
-        self.positions = gridio.read_positions(me)
-        self.grid = gridio.detect_grid(me, self.positions)
+        params = settings.enabled_params()
+        self.outputs = _produced(params)
+        self.write_colors = settings.write_colors
+        self.with_water = "pool" in self.outputs and settings.water_surface
+        check_run(len(me.vertices), params, f"eroding '{obj.name}' ({len(me.vertices):,} "
+                  "vertices)", extra_per_cell=self.bytes_per_vertex())
+        positions = gridio.read_positions(me)
+        self.grid = gridio.detect_grid(me, positions)
         self.obj_name = obj.name
         self.obj_uid = obj.session_uid
         self.mesh_name = me.name
@@ -118,22 +142,17 @@ class ErosionJob:
         seed = settings.full_seed()
         self.settings_seed = seed
         self.live_update = settings.live_update
-        self.write_colors = settings.write_colors
-        params = settings.enabled_params()
-        self.outputs = _produced(params)
         g = self.grid
-        z = self.positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
+        z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
         if not np.isfinite(z).all():
             raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
                                "(e.g. Mesh > Clean Up) before eroding")
         self.snapshot = gridio.MeshSnapshot.take(me)
-        self.original_missing = me.attributes.get(gridio.ORIGINAL_Z) is None
         terrain, resumed = self._read_state(me, z)
         self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.with_trees = "trees" in params
         if self.with_trees and resumed:
             terrain.trees = instances.read_trees(obj, self.grid)
-        self.with_water = "pool" in self.outputs and settings.water_surface
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
         #: helper objects (trees, water) the run must find again: key -> session uid
@@ -147,13 +166,47 @@ class ErosionJob:
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
-        #: rounds whose result is on the mesh (what Stop or an edit keeps)
+        #: rounds whose result is on the mesh, a whole frame (what Stop keeps)
         self.rounds_written = rounds
+        #: rounds whose state (layers, trees, heights) is on the mesh: what a run that
+        #: ends mid-frame keeps (the colors and water may still show the frame before)
+        self.rounds_kept = rounds
         self.start_rounds = rounds
         self.started = time.perf_counter()
         self.last_write = self.started
-        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
+        original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
+                    if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
+        #: the per-vertex buffers and the write-back (addon/writeback.py)
+        self.writer = writeback.Writer(g, positions, self.outputs, self.write_colors,
+                                       self.with_trees, self.with_water, original)
         self._runner: _Runner | None = None
+        self._frame: writeback.Frame | None = None  # a frame being written, a tick at a time
+        self._check_buffer: np.ndarray | None = None
+        #: frames written (each a whole write-back)
+        self.frames_written = 0
+        #: Blender's time after our writes (see _note_gap), and what it gives to wait
+        self._tick_end: float | None = None
+        self._quiet = float("inf")
+        self._wrote = False
+        self.redraw_seconds = 0.0
+        self.frame_interval = self.live_update
+        #: what a background tick writes at most: float32 values (writeback.TICK_VALUES)
+        #: and seconds (TICK_SECONDS; the writer predicts each item's time by the last
+        #: write of its kind)
+        self.tick_values = writeback.TICK_VALUES
+        self.tick_seconds = TICK_SECONDS
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(n, 3) float32: the vertex positions the mesh holds (what the vertex check
+        compares it with)."""
+        return self.writer.shown
+
+    def bytes_per_vertex(self) -> float:
+        """Memory this job needs per vertex beyond the simulation's (simcore.memory):
+        the positions it keeps, the write-back's buffers and the layers it adds to the
+        mesh (writeback.bytes_per_vertex)."""
+        return writeback.bytes_per_vertex(self.outputs, self.write_colors, self.with_water)
 
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
@@ -196,6 +249,8 @@ class ErosionJob:
         problem = self._edited(obj, vertices)
         if problem:
             kept = self.keep_progress(obj)
+            if not kept:
+                self._discard_unwritten(obj)
             raise JobEnded(f"{problem}; the run stopped" + (
                 f" and kept the result so far ({kept:,} particles)" if kept else
                 ", nothing was changed"))
@@ -210,7 +265,7 @@ class ErosionJob:
         me = obj.data
         if me.name != self.mesh_name or len(me.vertices) != self.vertex_count:
             return f"the mesh of '{self.obj_name}' changed"
-        if vertices and not np.array_equal(gridio.read_positions(me), self.positions):
+        if vertices and not self._vertices_as_written(me):
             return (f"the vertices of '{self.obj_name}' were moved (a transform applied or "
                     "the mesh edited)")
         settings = obj.terrain_erosion
@@ -220,13 +275,21 @@ class ErosionJob:
                 return f"the {key.split('_')[0]} object of '{self.obj_name}' was deleted"
         return None
 
+    def _vertices_as_written(self, me: bpy.types.Mesh) -> bool:
+        """True if the mesh's positions are exactly those the run last wrote (read into
+        a buffer kept for it: no 50 MB allocation per check at 2048²)."""
+        if self._check_buffer is None:
+            self._check_buffer = np.empty(self.vertex_count * 3, np.float32)
+        return bool(np.array_equal(gridio.read_positions(me, self._check_buffer),
+                                   self.positions))
+
     def keep_progress(self, obj: bpy.types.Object) -> int:
         """Record the rounds whose result is on the mesh, so the next run continues
         from there; returns the particles kept."""
-        kept = (self.rounds_written - self.start_rounds) * self.sim.per_round
+        kept = (self.rounds_kept - self.start_rounds) * self.sim.per_round
         if kept > 0:
             s = obj.terrain_erosion
-            s.rounds_done = self.rounds_written
+            s.rounds_done = self.rounds_kept
             s.set_state_seed(self.sim.seed)
         return kept
 
@@ -234,43 +297,102 @@ class ErosionJob:
     def tick(self, budget: float, background: bool = False) -> Progress:
         """Advance about ``budget`` seconds; write the mesh when due or done. With
         ``background`` the rounds run on a worker thread (started by the first tick)
-        and a tick only checks the object, hands over errors and writes between two
-        rounds: it returns at once whatever the grid size."""
+        and a tick only checks the object, hands over errors and writes a slice of the
+        latest frame (at most :attr:`tick_values` float32 values): it returns quickly
+        whatever the grid size."""
         try:
             self.object()  # cheap checks every tick; the vertices before each write
             if not background:
                 progress = self.sim.advance(budget)
                 if progress.done or time.perf_counter() - self.last_write >= self.live_update:
                     self.write(self.object(vertices=True))
-                    self.last_write = time.perf_counter()
                 return progress
             return self._background_tick()
         except BaseException:  # the run ends: what is on the mesh is what it keeps
             self.halt(wait=False)
             raise
 
+    @property
+    def up_to_date(self) -> bool:
+        """True when the mesh shows the simulation's latest round in full (a live run
+        is done only then)."""
+        return self._frame is None and self.rounds_written == self.sim.rounds_done
+
     def _background_tick(self) -> Progress:
+        now = time.perf_counter()
+        self._note_gap(now)
         runner = self._runner
         if runner is None:
-            runner = self._runner = _Runner(self.sim)
+            self.prepare_live()
+            runner = self._runner = _Runner(
+                self.sim, lambda: self.writer.prepare(self.sim.terrain, self.sim.rounds_done))
         if runner.error is not None:
             raise runner.error
-        progress = self.sim.progress()
-        if progress.done:
-            runner.halt()
-            if runner.error is not None:
-                raise runner.error
-            if self.rounds_written != self.sim.rounds_done:
-                self.write(self.object(vertices=True))
-            return progress
-        if time.perf_counter() - self.last_write >= self.live_update and runner.parked():
-            try:
-                if self.rounds_written != self.sim.rounds_done:
-                    self.write(self.object(vertices=True))
-                self.last_write = time.perf_counter()
-            finally:
-                runner.release()
+        if self._frame is None:
+            self._frame = runner.take_frame()
+        self._wrote = False
+        if self._frame is not None:
+            self._write_frame(self._frame, self.find_object(), self.tick_values,
+                              self.tick_seconds)
+        elif not runner.requested and self._frame_due(now):
+            runner.request_frame()
+        self._tick_end = time.perf_counter()
         return self.sim.progress()
+
+    def _note_gap(self, now: float) -> None:
+        """Blender's own time after a tick that wrote the mesh (normals, redraw): the
+        gap since that tick beyond the quietest gap between ticks (the timer's
+        period). Summed over the ticks of a frame into :attr:`redraw_seconds`."""
+        if self._tick_end is None:
+            return
+        gap = now - self._tick_end
+        self._quiet = min(self._quiet, gap)
+        if self._wrote:
+            self.redraw_seconds += max(0.0, gap - self._quiet)
+
+    def _frame_due(self, now: float) -> bool:
+        """Ask for the next frame? When rounds were done since the last one and the
+        Viewport Update interval has passed -- or :data:`REDRAW_FACTOR` x Blender's time
+        after the last frame, if longer (large grids) -- or at once for the last
+        round."""
+        if self.sim.rounds_done == self.rounds_written:
+            return False
+        self.frame_interval = max(self.live_update, REDRAW_FACTOR * self.redraw_seconds)
+        if (now - self.last_write < self.frame_interval
+                and self.sim.rounds_done < self.sim.target_rounds):
+            return False
+        self.redraw_seconds = 0.0
+        return True
+
+    def _ensure_extras(self, obj: bpy.types.Object) -> None:
+        if self.with_water:
+            self.extras_uid["water_object"] = instances.ensure_water(obj, self.grid).session_uid
+
+    def prepare_live(self) -> None:
+        """What a live run does once before its first tick (the modal Erode calls it
+        when it starts): make the water object, a copy of the mesh (0.3 s at 2048²),
+        and the new layers (0.1 s each), so no tick has to."""
+        obj = self.object()
+        self._ensure_extras(obj)
+        self.writer.make_layers(obj.data)
+
+    def _write_frame(self, frame: writeback.Frame, obj: bpy.types.Object,
+                     cap: int | None = None, seconds: float | None = None,
+                     check: bool = True) -> None:
+        """Write ``frame``, or a slice of it (``cap`` values, ``seconds``: see
+        Writer.write); with ``check`` the vertices are checked before its first item
+        and before the heights."""
+        self.writer.write(frame, obj, (lambda: self.object(vertices=True)) if check else None,
+                          cap, seconds)
+        self.extras_uid.update(self.writer.extras)
+        self._wrote = True
+        if frame.state_written:
+            self.rounds_kept = frame.rounds
+        if not frame.items:
+            self.rounds_written = frame.rounds
+            self._frame = None
+            self.frames_written += 1
+            self.last_write = time.perf_counter()
 
     def halt(self, wait: bool = True) -> None:
         """Stop the background worker, if any, after its current round (``wait``: and
@@ -286,33 +408,13 @@ class ErosionJob:
         return progress
 
     def write(self, obj: bpy.types.Object) -> None:
-        """Heights plus every layer the enabled processes produce, in local units."""
-        me, g, t = obj.data, self.grid, self.sim.terrain
-        cell = g.cell_size
-        if self.original_missing:
-            gridio.write_float_layer(me, gridio.ORIGINAL_Z, g,
-                                     self.snapshot.positions[:, 2][g.order].reshape(
-                                         g.rows, g.cols))
-            self.original_missing = False
-        gridio.write_heights(me, g, self.positions, t.height(), cell)
-        if self._buffers is None:
-            n = g.rows * g.cols
-            self._buffers = (np.empty(n, np.float32), np.empty((n, 4), np.float32))
-        values_buf, rgba = self._buffers
-        for name in self.outputs:
-            values = getattr(t, name)
-            gridio.write_float_layer(me, gridio.FLOAT_LAYERS[name], g, values,
-                                     cell if name in gridio.LENGTH_LAYERS else 1.0, values_buf)
-            if self.write_colors and name in gridio.COLOR_LAYERS:
-                gridio.write_color_layer(me, gridio.COLOR_LAYERS[name], g, name, values, rgba)
-        me.update()
-        if self.with_trees:
-            self.extras_uid["trees_object"] = instances.update_trees(
-                obj, g, t.trees, t.height()).session_uid
-        if self.with_water:
-            self.extras_uid["water_object"] = instances.update_water(
-                obj, g, t.height(), t.pool).session_uid
-        self.rounds_written = self.sim.rounds_done
+        """Heights plus every layer the enabled processes produce, in local units, all
+        at once (the caller checked ``obj``; no worker is running rounds)."""
+        if self._frame is not None:  # the rest of a frame a live run began
+            self._write_frame(self._frame, obj, check=False)
+        self._ensure_extras(obj)
+        frame = self.writer.prepare(self.sim.terrain, self.sim.rounds_done, everything=True)
+        self._write_frame(frame, obj, check=False)
 
     def finish(self, wait: bool = True) -> int:
         """Keep the result: final write and the bookkeeping that lets a run resume.
@@ -320,13 +422,15 @@ class ErosionJob:
         what the mesh shows, the rounds of the last write, at once instead of waiting
         for that round. Returns the particles kept."""
         running = self._runner is not None and self._runner.thread.is_alive()
-        if wait or not running:
-            self.halt()
-            obj = self.object(vertices=True)
+        waited = wait or not running
+        self.halt(wait=waited)  # not waiting: its round is thrown away; the mesh is whole
+        obj = self.object(vertices=True)
+        if self._frame is not None:  # half written: the rest of it (its buffers are whole)
+            self._write_frame(self._frame, obj, check=False)
+        if waited and not (self.frames_written and self.up_to_date):
             self.write(obj)
-        else:
-            self.halt(wait=False)  # its round is thrown away; the mesh is whole
-            obj = self.object(vertices=True)
+        elif not waited:  # if no frame reached the mesh yet: the mesh as it was
+            self._discard_unwritten(obj)
         rounds = self.rounds_written
         s = obj.terrain_erosion
         s.rounds_done = rounds
@@ -352,6 +456,12 @@ class ErosionJob:
             return (f"the mesh of '{obj.name}' changed its vertex count during the run: it "
                     "was not restored; use Undo")
         self.snapshot.restore(obj.data)
+        self._restore_extras(obj)
+        return None
+
+    def _restore_extras(self, obj: bpy.types.Object, made_only: bool = False) -> None:
+        """Remove the trees and water objects this run made; put the others back as they
+        were (unless ``made_only``)."""
         settings = obj.terrain_erosion
         for key, before in self.extras_before.items():
             current = getattr(settings, key)
@@ -359,9 +469,21 @@ class ErosionJob:
                 if current is not None:
                     setattr(settings, key, None)
                     instances.remove_object(current)
-            elif current is not None and current.session_uid == before[0]:
+            elif not made_only and current is not None and current.session_uid == before[0]:
                 gridio.MeshSnapshot.restore_vertices(current.data, before[1])
-        return None
+
+    def _discard_unwritten(self, obj: bpy.types.Object) -> None:
+        """A run that ends before any frame reached the mesh leaves it as it was: the
+        layers and the water object :meth:`prepare_live` made are removed again (the
+        heights were never written)."""
+        if (self.frames_written or (self._frame is not None and self._frame.started)
+                or obj.mode != 'OBJECT'):
+            return
+        me = obj.data
+        for name in [a.name for a in me.attributes if a.name in gridio.OUR_ATTRIBUTES
+                     and a.name not in self.snapshot.attributes]:
+            me.attributes.remove(me.attributes[name])
+        self._restore_extras(obj, made_only=True)
 
 
 def _extra_state(obj: bpy.types.Object | None):

@@ -104,6 +104,11 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         self._job = self._make_job(context)
         if self._job is None:
             return {'CANCELLED'}
+        try:
+            self._job.prepare_live()
+        except USER_ERRORS as exc:
+            self.report({'ERROR'}, str(exc))
+            return {'CANCELLED'}
         rt = _runtime(context)
         rt.running, rt.progress, rt.stop_requested = True, 0.0, False
         rt.status = "Starting"
@@ -181,7 +186,8 @@ def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, background: bool = Fa
     rt.status = (f"{100 * progress.fraction:.0f}%  {progress.particles:,} / "
                  f"{progress.target_particles:,} particles  "
                  f"{time.perf_counter() - job.started:.1f} s")
-    return "done" if progress.done else "running"
+    # a live run is done once the mesh shows its last round (written a slice a tick)
+    return "done" if progress.done and job.up_to_date else "running"
 
 
 class TERRAIN_OT_stop(bpy.types.Operator):

@@ -22,12 +22,14 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         obj = context.active_object
-        ok, text = grid_status(obj)
+        rt = context.window_manager.terrain_erosion
+        # while a run goes on (a redraw every tick) the grid's last status is shown
+        # without reading its positions again: the run checks them itself
+        ok, text = grid_status(obj, quick=rt.running)
         wrap_label(layout.box(), text, icon='CHECKMARK' if ok else 'ERROR')
         if obj is None or obj.type != 'MESH':
             return
         s = obj.terrain_erosion
-        rt = context.window_manager.terrain_erosion
         row = layout.row(align=True)
         row.menu("TERRAIN_MT_presets", text=s.preset or "Presets", icon='PRESET')
         row.operator("terrain.preset_save", text="", icon='ADD')
@@ -40,7 +42,7 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
         row = col.row(align=True)
         row.active = not per_area  # typing a count switches rain per area off
         row.prop(s, "particles")
-        extent = grid_extent(obj)
+        extent = grid_extent(obj, quick=True)  # grid_status just read it
         if per_area and extent is not None:
             col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
                       icon='INFO')

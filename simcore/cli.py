@@ -146,11 +146,11 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
 
 
 def cmd_erode(args: argparse.Namespace) -> int:
-    from .fileio import check_memory
     from .formats.presets import find_preset
     from .formats.states import heights_bytes, save_heights, save_state, state_bytes
+    from .memory import check_run
     from .simulation import Simulation
-    from .terrain import BYTES_PER_CELL, MAX_CELLS, MAX_SIDE
+    from .terrain import MAX_CELLS, MAX_SIDE
 
     out = _check_output(args.output, (".npy", ".npz"))
     if args.cell_size is not None:
@@ -167,7 +167,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
     if rows * cols > MAX_CELLS:
         raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
                        "downsample it first")
-    check_memory(rows * cols * BYTES_PER_CELL, f"eroding a {rows}x{cols} grid")
+    check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
     estimate = (state_bytes if out.suffix.lower() == ".npz" else heights_bytes)((rows, cols))
     _check_output(args.output, (".npy", ".npz"), estimate)
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,

@@ -16,6 +16,7 @@ before the first particle falls. :func:`check_memory` refuses work that cannot f
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -241,15 +242,84 @@ def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
     return shown
 
 
+#: Environment variable that replaces the measured available memory (bytes, or a number
+#: with K, M or G: "512M"): lets tests and users see what a run on a smaller machine
+#: would be told.
+MEMORY_ENV = "TERRAIN_EROSION_AVAILABLE_MEMORY"
+
+
+def _memory_override() -> int | None:
+    text = os.environ.get(MEMORY_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return None
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+    try:
+        value = float(text[:-1] if scale > 1 else text)
+    except ValueError:
+        return None
+    return int(value * scale) if math.isfinite(value) and value >= 0 else None
+
+
+def _windows_available() -> int | None:
+    import ctypes
+
+    class MemoryStatusEx(ctypes.Structure):
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                    ("ullTotalPageFile", ctypes.c_ulonglong),
+                    ("ullAvailPageFile", ctypes.c_ulonglong),
+                    ("ullTotalVirtual", ctypes.c_ulonglong),
+                    ("ullAvailVirtual", ctypes.c_ulonglong),
+                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+
+    status = MemoryStatusEx()
+    status.dwLength = ctypes.sizeof(MemoryStatusEx)
+    if not ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):  # type: ignore
+        return None
+    return int(status.ullAvailPhys)
+
+
+def _macos_available() -> int | None:
+    """Free, speculative and purgeable pages plus the file cache: what macOS hands out
+    without paging (sysctl; None if the free page count is unknown)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.dylib")
+
+    def sysctl(name: str) -> int | None:
+        value = ctypes.c_uint64(0)
+        size = ctypes.c_size_t(ctypes.sizeof(value))
+        if libc.sysctlbyname(name.encode(), ctypes.byref(value), ctypes.byref(size),
+                             None, ctypes.c_size_t(0)) != 0:
+            return None
+        return int(value.value) if size.value == 8 else int(value.value & 0xFFFFFFFF)
+
+    page, free = sysctl("hw.pagesize"), sysctl("vm.page_free_count")
+    if not page or free is None:
+        return None
+    pages = free + sum(sysctl(f"vm.page_{k}_count") or 0
+                       for k in ("speculative", "purgeable", "pageable_external"))
+    return pages * page
+
+
 def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation, or None if unknown."""
+    """Bytes of physical memory available to a new allocation, or None if unknown:
+    Linux MemAvailable (/proc/meminfo), Windows GlobalMemoryStatusEx, macOS free +
+    reclaimable pages, other systems sysconf; :data:`MEMORY_ENV` overrides it."""
+    override = _memory_override()
+    if override is not None:
+        return override
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024
-    if sys.platform == "win32":
-        return None
+    with contextlib.suppress(Exception):  # ctypes: any failure means "unknown"
+        if sys.platform == "win32":
+            return _windows_available()
+        if sys.platform == "darwin":
+            return _macos_available()
     with contextlib.suppress(ValueError, OSError, AttributeError):
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return None

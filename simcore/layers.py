@@ -16,50 +16,118 @@ HALF_GRAY_DEPTH = 1.0
 DEPTH_LIKE = tuple(f.name for f in FIELDS.values() if f.kind == "depth" and f.color)
 
 
-@njit(cache=True, error_model="numpy")
-def _scaled(values, scale, order, out):
+@njit(cache=True, nogil=True, error_model="numpy")
+def _into(values, scale, order, out, stride, offset):
+    """out[order[i] * stride + offset] = values.flat[i] * scale as float32; True if any
+    value differs from what ``out`` held (NaN never equals: a fresh buffer is all
+    changed). Releases the GIL: a run's worker thread calls it while the UI draws."""
     flat = values.ravel()
-    if order.size == 0:
-        for i in range(flat.size):
-            out[i] = flat[i] * scale
-    else:
-        for i in range(flat.size):
-            out[order[i]] = flat[i] * scale
+    changed = False
+    for i in range(flat.size):
+        j = i if order.size == 0 else order[i]
+        k = j * stride + offset
+        v = np.float32(flat[i] * scale)
+        if out[k] != v:
+            out[k] = v
+            changed = True
+    return changed
 
 
-@njit(cache=True, error_model="numpy")
-def _gray_rgba(values, depth_like, order, rgba):
+@njit(cache=True, nogil=True, error_model="numpy")
+def _gray_into(values, depth_like, order, rgba):
+    """Gray RGBA (alpha 1) of ``values`` into a flat (n * 4) float32 buffer; True if
+    any value changed (see _into)."""
     flat = values.ravel()
+    changed = False
     for i in range(flat.size):
         v = flat[i]
         if depth_like:
             v = max(v, 0.0)
-            g = v / (v + HALF_GRAY_DEPTH)
+            g = np.float32(v / (v + HALF_GRAY_DEPTH))
         else:
-            g = min(max(v, 0.0), 1.0)
+            g = np.float32(min(max(v, 0.0), 1.0))
+        k = 4 * (i if order.size == 0 else order[i])
+        if rgba[k] != g or rgba[k + 1] != g or rgba[k + 2] != g or rgba[k + 3] != 1.0:
+            rgba[k] = g
+            rgba[k + 1] = g
+            rgba[k + 2] = g
+            rgba[k + 3] = 1.0
+            changed = True
+    return changed
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _water_into(height, pool, scale, below, order, co, wet):
+    """Water surface z (ground + pool where wet, ``below`` cells under the ground
+    elsewhere, times ``scale``) into the z of flat (n * 3) positions and 1/0 into
+    ``wet``; True if anything changed."""
+    h = height.ravel()
+    p = pool.ravel()
+    changed = False
+    for i in range(h.size):
         j = i if order.size == 0 else order[i]
-        rgba[j, 0] = g
-        rgba[j, 1] = g
-        rgba[j, 2] = g
-        rgba[j, 3] = 1.0
+        is_wet = p[i] > WET_DEPTH
+        z = np.float32((h[i] + p[i] if is_wet else h[i] - below) * scale)
+        w = np.float32(1.0 if is_wet else 0.0)
+        if co[3 * j + 2] != z or wet[j] != w:
+            co[3 * j + 2] = z
+            wet[j] = w
+            changed = True
+    return changed
+
+
+def _order(order: np.ndarray | None) -> np.ndarray:
+    return np.empty(0, np.int64) if order is None else order
 
 
 def to_vertices(values: np.ndarray, out: np.ndarray, scale: float = 1.0,
                 order: np.ndarray | None = None) -> np.ndarray:
     """``out[order[i]] = values.flat[i] * scale`` into a float32 buffer (no order:
     identity). One pass, no temporaries."""
-    _scaled(values, float(scale), np.empty(0, np.int64) if order is None else order, out)
+    _into(values, float(scale), _order(order), out, 1, 0)
     return out
 
 
-def gray_to_rgba(name: str, values: np.ndarray, rgba: np.ndarray,
-                 order: np.ndarray | None = None) -> np.ndarray:
-    """Gray of ``values`` into an (n, 4) float32 RGBA buffer (alpha 1): depths
+def vertex_values(values: np.ndarray, out: np.ndarray, scale: float = 1.0,
+                  order: np.ndarray | None = None, stride: int = 1,
+                  offset: int = 0) -> bool:
+    """Like :func:`to_vertices` into a flat float32 buffer of ``stride`` values per
+    vertex, at ``offset`` in each (positions: stride 3, offset 2 is z); returns True if
+    any value changed (a buffer filled with NaN counts as all changed). Cost: one pass,
+    4 bytes written per vertex."""
+    return bool(_into(values, float(scale), _order(order), out, int(stride), int(offset)))
+
+
+def vertex_gray(name: str, values: np.ndarray, rgba: np.ndarray,
+                order: np.ndarray | None = None) -> bool:
+    """Gray of ``values`` into a flat (n * 4) float32 RGBA buffer (alpha 1): depths
     (sediment, pool) as d / (d + 1 cell), so 1 cell of sand is mid-gray; maps that are
-    already 0..1 (stream, vegetation, wind) clipped."""
-    _gray_rgba(values, name in DEPTH_LIKE, np.empty(0, np.int64) if order is None else order,
-               rgba)
-    return rgba
+    already 0..1 (stream, vegetation, wind) clipped. True if any vertex's color
+    changed."""
+    return bool(_gray_into(values, name in DEPTH_LIKE, _order(order), rgba))
+
+
+def water_vertices(height: np.ndarray, pool: np.ndarray, scale: float, co: np.ndarray,
+                   wet: np.ndarray, order: np.ndarray | None = None,
+                   below: float = 0.5) -> bool:
+    """The water surface object's vertices: z of :func:`water_surface` (times
+    ``scale``: local units) into flat (n * 3) float32 positions whose x, y are already
+    set, and its ``te_wet`` layer (1 in water) into ``wet``; one pass, no temporaries.
+    True if anything changed."""
+    return bool(_water_into(height, pool, float(scale), float(below), _order(order), co,
+                            wet))
+
+
+def tree_points(trees: np.ndarray, height: np.ndarray, x0: float, y0: float,
+                cell_x: float, cell_y: float) -> tuple[np.ndarray, np.ndarray]:
+    """Trees (rows of column, row, size) as points on the ground: (k, 3) float32 local
+    positions (height in cell units, times the geometric mean of ``cell_x`` and
+    ``cell_y``) and (k,) float32 sizes."""
+    co = np.empty((len(trees), 3), np.float32)
+    co[:, 0] = x0 + trees[:, 0] * cell_x
+    co[:, 1] = y0 + trees[:, 1] * cell_y
+    co[:, 2] = sample_bilinear(height, trees[:, 0], trees[:, 1]) * np.sqrt(cell_x * cell_y)
+    return co, np.ascontiguousarray(trees[:, 2], np.float32)
 
 
 def water_surface(height: np.ndarray, pool: np.ndarray, below: float = 0.5) -> np.ndarray:

@@ -30,7 +30,7 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     helpers, so that a run of that preset is ready as early as possible; the other
     processes and the ridge generator follow."""
     from .formats.presets import find_preset
-    from .layers import gray_to_rgba, to_vertices
+    from .layers import to_vertices, vertex_gray, vertex_values, water_vertices
     from .noise import fractal_terrain
     from .simulation import PROCESSES, Simulation, process_params
     from .terrain import Terrain
@@ -53,12 +53,15 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     def write_back() -> None:  # what the add-on calls to write mesh attributes
         values = heights.astype(np.float64)
         out = np.empty(values.size, np.float32)
-        rgba = np.empty((values.size, 4), np.float32)
+        rgba = np.empty(4 * values.size, np.float32)
         order = np.arange(values.size, dtype=np.int64)[::-1].copy()
+        co = np.zeros(3 * values.size, np.float32)
         for o in (None, order):
             for dtype in (np.float64, np.float32):  # layers; original heights
                 to_vertices(values.astype(dtype), out, 1.0, o)
-            gray_to_rgba("sediment", values, rgba, o)
+            vertex_gray("sediment", values, rgba, o)
+            vertex_values(values, co, 1.0, o, 3, 2)  # heights into positions
+            water_vertices(values, values, 1.0, co, out, o)
 
     def ridges() -> None:  # the Generate Ridges operator
         from .processes import dla
