@@ -32,7 +32,9 @@ way when it is too steep. One *pass* over the whole grid does:
 3. Relaxation sweeps, repeated until nothing is too steep (or ``relax_sweeps`` ran):
    landslides (the whole wedge above the critical plane) and talus slides, highest
    cell first so that a slide runs down a whole slope in one sweep, visiting only the
-   cells next to one that moved (:func:`_relax_band`). The grid is cut into bands of
+   cells next to one that moved (:func:`_relax_band`); what a cell on a talus slope
+   receives it passes on in the same sweep (it can hold nothing), each cell taken at
+   most once a sweep. The grid is cut into bands of
    ``RELAX_BAND_ROWS`` rows; the even bands relax together on the pooled threads, then
    the odd ones. The sweeps stop when one moves no more than ``TOLERANCE`` (cell
    units) anywhere, i.e. loose material rests at its talus angle and rock at its
@@ -313,17 +315,18 @@ def _mark(m, nowf, marks, at, count):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, keys, cells, top):
+def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, stamp, keys, cells, top):
     """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``,
-    are not queued yet on the band's heap (highest first) and would move now
-    (:func:`_unstable`); returns the heap's top."""
+    were not queued yet in this sweep (``qf`` is not its ``stamp``) and would move now
+    (:func:`_unstable`) on the band's heap (highest first); returns the heap's top."""
     r = m // cols
     c = m - r * cols
     for rr in range(max(r - 1, 0), min(r + 2, rows)):
         for cc in range(max(c - 1, 0), min(c + 2, cols)):
             i = rr * cols + cc
-            if lo <= i < hi and not qf[i] and _unstable(k, i, rows, cols, hf, bf, sf, kf):
-                qf[i] = 1
+            if lo <= i < hi and qf[i] != stamp and _unstable(k, i, rows, cols, hf, bf, sf,
+                                                             kf):
+                qf[i] = stamp
                 top = heap_push(keys, cells, top, -hf[i], i)
     return top
 
@@ -346,9 +349,25 @@ def _unstable(k, i, rows, cols, hf, bf, sf, kf):
     return False
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _headroom(k, m, rows, cols, hf):
+    """How far cell ``m`` can rise before it is above its talus slope towards a
+    neighbour (cell units, >= 0)."""
+    r = m // cols
+    c = m - r * cols
+    room = math.inf
+    for rr in range(max(r - 1, 0), min(r + 2, rows)):
+        for cc in range(max(c - 1, 0), min(c + 2, cols)):
+            if rr != r or cc != c:
+                dist = _SQRT2 if (rr != r and cc != c) else 1.0
+                room = min(room, k.talus * dist - (hf[m] - hf[rr * cols + cc]))
+    return max(room, 0.0)
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
-def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, starts, counts,
-                moved, queued, height, bedrock, sediment, eroded, deposited, erodibility):
+def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, now, starts,
+                counts, moved, queued, height, bedrock, sediment, eroded, deposited,
+                erodibility):
     """One relaxation sweep over rows ``first .. last - 1`` (band ``own``), highest cell
     first, each cell seeing its higher neighbours' updates, so a slide runs down a whole
     slope in one sweep: rock above the critical slope breaks loose, then loose material
@@ -376,25 +395,26 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
     if everything:  # every cell that would move now
         for i in range(lo, hi):
             if _unstable(k, i, rows, cols, hf, bf, sf, kf):
-                qf[i] = 1
+                qf[i] = stamp
                 top = heap_push(keys, cells, top, -hf[i], i)
     else:
         for y in range(ylo, yhi):
             for j in range(counts[0, y]):
                 top = _queue_near(k, before[starts[y] + j], lo, hi, cols, rows, hf, bf, sf,
-                                  kf, qf, keys, cells, top)
+                                  kf, qf, stamp, keys, cells, top)
             if odd and y != own:
                 for j in range(counts[1, y]):
                     top = _queue_near(k, now[starts[y] + j], lo, hi, cols, rows, hf, bf,
-                                      sf, kf, qf, keys, cells, top)
+                                      sf, kf, qf, stamp, keys, cells, top)
     at = starts[own]
     count = 0
     worst = 0.0
     nb = np.empty(8, dtype=np.int64)
     ex = np.empty(8)
     while top > 0:
+        # a cell is taken once a sweep (its stamp stays): what comes back to it, the next
+        # sweep moves, so a sweep ends even where material could pass to and fro
         _, i, top = heap_pop(keys, cells, top)
-        qf[i] = 0
         r = i // cols
         c = i - r * cols
         h = hf[i]
@@ -403,6 +423,7 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
         dmax = 0.0
         dsum = 0.0
         n = 0
+        steepest = i
         crit = _critical(k.rock, kf[i])
         for rr in range(max(r - 1, 0), min(r + 2, rows)):
             for cc in range(max(c - 1, 0), min(c + 2, cols)):
@@ -417,7 +438,9 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
                     nb[n] = m
                     ex[n] = d
                     n += 1
-                    dmax = max(dmax, d)
+                    if d > dmax:
+                        dmax = d
+                        steepest = m
                     dsum += d
         if rmax > SLACK:  # the wedge above the critical plane breaks loose
             loose = rmax * min(kf[i], 1.0)
@@ -426,8 +449,17 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
             count = _mark(i, mf, now, at, count)
         if n == 0 or sf[i] <= 1e-12:
             continue
-        # the amount that brings the steepest neighbour exactly to the talus slope
-        want = sf[i] if bare > 0.0 else min(sf[i], dmax * dsum / (dsum + dmax))
+        # the amount that brings the steepest neighbour exactly to the talus slope, where
+        # that neighbour can hold its share; where it cannot (it lies on a talus slope
+        # itself), it passes the rest on later in this sweep, and this cell comes to rest
+        # at the talus slope above the height it can hold (but no lower than it: nothing
+        # comes back up)
+        share = dmax / dsum  # of what leaves, the steepest neighbour's part
+        want = dmax / (1.0 + share)
+        if bare <= 0.0:
+            reach = _headroom(k, steepest, rows, cols, hf)
+            want = max(want, min(dmax - reach, (h - hf[steepest]) / (1.0 + share)))
+        want = sf[i] if bare > 0.0 else min(sf[i], want)
         out = exchange(i, want, 0.0, hf, bf, sf, ef, df, kf)
         worst = max(worst, out)
         count = _mark(i, mf, now, at, count)
@@ -435,15 +467,15 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, before, now, sta
             m = nb[q]
             put_at(m, out * ex[q] / dsum, hf, bf, sf, df)
             count = _mark(m, mf, now, at, count)
-            if lo <= m < hi and not qf[m]:  # it may be too steep now
-                qf[m] = 1
+            if lo <= m < hi and qf[m] != stamp:  # it may be too steep now
+                qf[m] = stamp
                 top = heap_push(keys, cells, top, -hf[m], m)
     counts[1, own] = count
     return worst
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _relax_bands(k, ids, edges, everything, before, now, starts, counts, moved, queued,
+def _relax_bands(k, ids, edges, everything, stamp, before, now, starts, counts, moved, queued,
                  height, bedrock, sediment, eroded, deposited, erodibility):
     """:func:`_relax_band` for each band in ``ids`` (all even or all odd: they never
     touch the same cell), in turn; returns the largest amount moved."""
@@ -451,9 +483,9 @@ def _relax_bands(k, ids, edges, everything, before, now, starts, counts, moved, 
     worst = 0.0
     for b in ids:
         worst = max(worst, _relax_band(k, edges[b], edges[b + 1], max(b - 1, 0),
-                                       min(b + 2, bands), b, everything, b % 2 == 1, before,
-                                       now, starts, counts, moved, queued, height, bedrock,
-                                       sediment, eroded, deposited, erodibility))
+                                       min(b + 2, bands), b, everything, b % 2 == 1, stamp,
+                                       before, now, starts, counts, moved, queued, height,
+                                       bedrock, sediment, eroded, deposited, erodibility))
     return worst
 
 
@@ -528,7 +560,15 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
              for _ in range(2)]
     counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this sweep]
     moved = np.zeros(height.shape, dtype=np.uint8)
-    queued = np.zeros(height.shape, dtype=np.uint8)
+    queued = np.zeros(height.shape, dtype=np.uint16)  # the sweep (stamp) that queued a cell
+    stamp = [0]
+
+    def next_stamp() -> int:
+        stamp[0] += 1
+        if stamp[0] > np.iinfo(queued.dtype).max:  # wrap around: no old stamp may match
+            queued[...] = 0
+            stamp[0] = 1
+        return stamp[0]
 
     count_bands = len(starts)
     # the bands of each parity, in a few runs of neighbours per thread
@@ -545,9 +585,10 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     def relax_sweep(everything: bool) -> float:
         """One relaxation sweep: the even bands together, then the odd ones."""
         worst = [0.0]
+        sweep = next_stamp()
 
         def bands(ids: np.ndarray) -> float:
-            return _relax_bands(k, ids, edges, everything, lists[0], lists[1], starts,
+            return _relax_bands(k, ids, edges, everything, sweep, lists[0], lists[1], starts,
                                 counts, moved, queued, height, t.bedrock, t.sediment,
                                 t.eroded, t.deposited, t.erodibility)
 
@@ -563,9 +604,9 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         """The cells next to the last sweep's moves, all in one heap (on this thread):
         what the odd bands laid on the even ones' cells slides on, and none of it
         waits on a slope steeper than it can rest on."""
-        _relax_band(k, 0, rows, 0, count_bands, 0, False, False, lists[0], lists[1], starts,
-                    counts, moved, queued, height, t.bedrock, t.sediment, t.eroded,
-                    t.deposited, t.erodibility)
+        _relax_band(k, 0, rows, 0, count_bands, 0, False, False, next_stamp(), lists[0],
+                    lists[1], starts, counts, moved, queued, height, t.bedrock, t.sediment,
+                    t.eroded, t.deposited, t.erodibility)
         next_sweep()
 
     for _ in range(count):
