@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from .export import quad_mesh
 from .simcore.params import ParameterError
 from .simcore.processes import dla
 from .ui import ErosionTab
@@ -117,14 +118,8 @@ def _grid_mesh(name: str, n: int, size: float, z: np.ndarray) -> bpy.types.Mesh:
     co[:, 1] = np.repeat(t, n)
     co[:, 2] = z.ravel()
     i = np.arange(n * n).reshape(n, n)[:-1, :-1].ravel()
-    quads = np.stack([i, i + 1, i + n + 1, i + n], axis=1).astype(np.int32)
-    me.vertices.add(n * n)
-    me.loops.add(quads.size)
-    me.polygons.add(len(quads))
-    me.attributes["position"].data.foreach_set("vector", co.ravel())
-    me.polygons.foreach_set("loop_start", np.arange(0, quads.size, 4, dtype=np.int32))
-    me.loops.foreach_set("vertex_index", quads.ravel())
-    me.update(calc_edges=True)
+    quads = np.stack([i, i + 1, i + n + 1, i + n], axis=1)
+    quad_mesh(me, co, quads)
     me.validate()
     return me
 

@@ -88,24 +88,12 @@ def _live_row(te, bpy, n: int, seconds: float, thermal: bool = False) -> dict:
 def _grid_mesh(bpy, n: int, cell: float = 1.0):
     """An n x n quad grid built from numpy (primitive_grid_add takes 13 s at 2048²);
     with ``cell`` other than 1, the generator's uplands on cells of that size."""
-    ys, xs = np.mgrid[0:n, 0:n].astype(np.float32)
-    co = np.zeros((n * n, 3), np.float32)
-    co[:, 0], co[:, 1] = xs.ravel() * cell, ys.ravel() * cell
+    from terrain_erosion.export import make_grid_object
+    z = np.zeros((n, n))
     if cell != 1.0:  # the generator's uplands (relief 0.12 x the extent)
         from terrain_erosion.simcore.noise import upland_terrain
-        co[:, 2] = upland_terrain(n, n, seed=1, cell_size=cell).ravel()
-    idx = np.arange(n * n, dtype=np.int32).reshape(n, n)
-    quads = np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1)
-    me = bpy.data.meshes.new(f"grid{n}")
-    me.vertices.add(n * n)
-    me.attributes["position"].data.foreach_set("vector", co.ravel())
-    me.loops.add(len(quads))
-    me.loops.foreach_set("vertex_index", quads)
-    me.polygons.add((n - 1) ** 2)
-    me.polygons.foreach_set("loop_start", np.arange(0, len(quads), 4, dtype=np.int32))
-    me.update(calc_edges=True)
-    obj = bpy.data.objects.new(f"grid{n}", me)
-    bpy.context.collection.objects.link(obj)
+        z = upland_terrain(n, n, seed=1, cell_size=cell)
+    obj = make_grid_object(f"grid{n}", z, cell, cell, 0.0, 0.0)
     bpy.context.view_layer.objects.active = obj
     return obj
 

@@ -91,23 +91,10 @@ def same_state(a: dict, b: dict) -> bool:
 def numpy_grid(bpy, n: int, cell: float = 1.0, relief: float = 3.0, seed: int = 1,
                name: str = "Big"):
     """An n x n quad grid of ``cell`` spacing built from numpy, with fractal hills
-    (primitive_grid_add takes seconds at 1024², 13 s at 2048²)."""
+    (primitive_grid_add takes seconds at 1024², 13 s at 2048²); the active object."""
+    from terrain_erosion.export import make_grid_object
     from terrain_erosion.simcore.noise import fractal_terrain
-    ys, xs = np.mgrid[0:n, 0:n].astype(np.float32)
-    co = np.zeros((n * n, 3), np.float32)
-    co[:, 0], co[:, 1] = xs.ravel() * cell, ys.ravel() * cell
-    co[:, 2] = fractal_terrain(n, seed=seed).ravel() * relief * cell
-    idx = np.arange(n * n, dtype=np.int32).reshape(n, n)
-    quads = np.stack([idx[:-1, :-1], idx[:-1, 1:], idx[1:, 1:], idx[1:, :-1]], -1).reshape(-1)
-    me = bpy.data.meshes.new(name)
-    me.vertices.add(n * n)
-    me.attributes["position"].data.foreach_set("vector", co.ravel())
-    me.loops.add(len(quads))
-    me.loops.foreach_set("vertex_index", quads)
-    me.polygons.add((n - 1) ** 2)
-    me.polygons.foreach_set("loop_start", np.arange(0, len(quads), 4, dtype=np.int32))
-    me.update(calc_edges=True)
-    obj = bpy.data.objects.new(name, me)
-    bpy.context.collection.objects.link(obj)
+    z = fractal_terrain(n, seed=seed) * relief * cell
+    obj = make_grid_object(name, z, cell, cell, 0.0, 0.0)
     bpy.context.view_layer.objects.active = obj
     return obj
