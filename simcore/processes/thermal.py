@@ -34,11 +34,11 @@ way when it is too steep. One *pass* over the whole grid does:
    cell first so that a slide runs down a whole slope in one sweep, visiting only the
    cells next to one that moved (:func:`_relax_band`); what a cell on a talus slope
    receives it passes on in the same sweep (it can hold nothing), each cell taken at
-   most once a sweep. The grid is cut into bands of
-   ``RELAX_BAND_ROWS`` rows; the even bands relax together on the pooled threads, then
-   the odd ones. The sweeps stop when one moves no more than ``TOLERANCE`` (cell
-   units) anywhere, i.e. loose material rests at its talus angle and rock at its
-   critical angle to within a fraction of a degree.
+   most once a sweep. The grid is cut into bands of ``RELAX_BAND_ROWS`` rows; the even
+   bands relax together on the pooled threads, then the odd ones. The sweeps stop when
+   one moves no more than ``TOLERANCE`` (cell units) anywhere, i.e. loose material
+   rests at its talus angle and rock at its critical angle to within a fraction of a
+   degree.
 
 Angles are geometric, so the landforms they bound are the same at any resolution;
 ``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
@@ -454,12 +454,13 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, n
         # itself), it passes the rest on later in this sweep, and this cell comes to rest
         # at the talus slope above the height it can hold (but no lower than it: nothing
         # comes back up)
-        share = dmax / dsum  # of what leaves, the steepest neighbour's part
-        want = dmax / (1.0 + share)
-        if bare <= 0.0:
+        if bare > 0.0:
+            want = sf[i]
+        else:
+            share = dmax / dsum  # of what leaves, the steepest neighbour's part
             reach = _headroom(k, steepest, rows, cols, hf)
-            want = max(want, min(dmax - reach, (h - hf[steepest]) / (1.0 + share)))
-        want = sf[i] if bare > 0.0 else min(sf[i], want)
+            want = min(sf[i], max(dmax / (1.0 + share),
+                                  min(dmax - reach, (h - hf[steepest]) / (1.0 + share))))
         out = exchange(i, want, 0.0, hf, bf, sf, ef, df, kf)
         worst = max(worst, out)
         count = _mark(i, mf, now, at, count)
