@@ -11,6 +11,7 @@ import bpy
 
 from .job import ErosionJob
 from .properties import INT32_MAX
+from .scale import RealScale
 from .simcore.errors import UserError
 from .simcore.fileio import check_output
 from .simcore.formats.presets import find_preset
@@ -25,6 +26,10 @@ def _parser() -> argparse.ArgumentParser:
                                     "own settings)")
     p.add_argument("--seed", type=int, help="override the seed")
     p.add_argument("--particles", type=int, help="override the amount of work")
+    p.add_argument("--real-size", type=float, metavar="METRES",
+                   help="the grid's real size: metres across its longer side (0: automatic, "
+                        "an object under 1000 units across is treated as 5 km); saved on "
+                        "the object, like --set real_size=METRES")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards")
@@ -75,6 +80,9 @@ def main(argv: list[str]) -> int:
             overrides["seed"] = args.seed
         if args.particles is not None:
             overrides["particles"] = args.particles
+        if args.real_size is not None:
+            RealScale.of(3, 3, 1.0, args.real_size)  # a clear message for a bad value
+            overrides["real_size"] = args.real_size
         preset = base.with_overrides(overrides)  # validated: nothing changed on error
         # rain per area (preset or object settings) sizes the run to this grid, unless
         # --particles / --set particles=N gave an explicit total (with_overrides then
@@ -89,7 +97,8 @@ def main(argv: list[str]) -> int:
         else:
             job = ErosionJob(obj, work)
             print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
-                  f"{job.sim.target_particles} particles, seed {job.sim.seed}", flush=True)
+                  f"{job.sim.target_particles} particles, seed {job.sim.seed}; "
+                  f"{job.scale.describe()}", flush=True)
             for text in job.advice:
                 print(f"terrain_erosion: note: {text}", flush=True)
             progress = job.run(lambda p: print(

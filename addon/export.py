@@ -26,6 +26,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from .scale import RealScale
 from .simcore import __version__ as simcore_version
 from .simcore.channels import label_lakes, stream_polylines
 from .simcore.errors import InputFileError, OutputPathError, UserError
@@ -173,6 +174,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
         raise ExportError(f"unknown map format(s) {unknown}; use PNG and/or EXR")
     folder = check_export_folder(folder)
     grid = gridio.detect_grid(obj.data)
+    scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
     base = basename or bpy.path.clean_name(obj.name)
     maps = _layers(obj, grid)
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
@@ -207,6 +209,13 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
         "origin_x": grid.x0, "origin_y": grid.y0,
         "units": "local (object space); world = local x object scale",
         "object_scale": list(obj.matrix_world.to_scale()),
+        # the real world the erosion ran in (addon/scale.py; sidecars before issue 29
+        # have none: an import then leaves Real Size automatic)
+        "real_size": scale.real_size, "real_cell_size": scale.world_cell,
+        "real_size_automatic": scale.automatic,
+        "vertical_exaggeration": scale.exaggeration, "real_scale": scale.s,
+        "real_units": "metres across = local x real_scale; metres of height = local x "
+                      "real_scale / vertical_exaggeration",
         "height_min": float(h.min()), "height_max": float(h.max()),
         "height_scale": float(h.max() - h.min()),
         "png_decode": "value = min + (png / 65535) * (max - min)",
@@ -306,7 +315,8 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     EXR values are taken as local heights. 16-bit PNG values are snapped to their
     65536 levels and mapped to ``height_min..height_max``. A Terrain Erosion sidecar
     next to the file overrides the range and gives the cell size; ``cell_size`` > 0
-    overrides that (no sidecar and 0: 1 unit per cell).
+    overrides that (no sidecar and 0: 1 unit per cell). The sidecar's real size and
+    vertical exaggeration become the new object's (older sidecars have none: automatic).
     """
     path = Path(bpy.path.abspath(str(filepath)))
     if path.suffix.lower() not in (".png", ".exr"):
@@ -330,9 +340,27 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     x0 = y0 = None
     if side is not None and side.get("rows") == z.shape[0] and side.get("cols") == z.shape[1]:
         x0, y0 = side.get("origin_x"), side.get("origin_y")
+    real = _real_size(side, path) if side is not None else None
     obj = make_grid_object(name or path.stem, z, cell_x, cell_y, x0, y0)
     obj["terrain_erosion_source"] = str(path)
+    if real is not None:
+        obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = real
     return obj
+
+
+def _real_size(side: dict, path: Path) -> tuple[float, float] | None:
+    """(real size in metres, vertical exaggeration) a sidecar records, checked; None
+    for a sidecar written before real sizes existed."""
+    if "real_size" not in side:
+        return None
+    try:
+        real = float(side["real_size"])
+        exaggeration = float(side.get("vertical_exaggeration", 1.0))
+        RealScale.of(3, 3, 1.0, real, exaggeration)
+    except (TypeError, ValueError, UserError) as exc:
+        raise InputFileError(f"the sidecar of {path.name} has a bad real size: {exc}") \
+            from None
+    return real, exaggeration
 
 
 # ------------------------------------------------------------------ operators & panel

@@ -299,10 +299,18 @@ def _status_entry(obj, quick: bool = False) -> tuple[str, tuple[int, int, float]
 
 
 def grid_status(obj, quick: bool = False) -> tuple[bool, str]:
-    """(usable, text) for the panel; grid detection is cached per mesh state
-    (``quick``: see _status_entry)."""
-    text, _ = _status_entry(obj, quick)
-    return (False, text[1:]) if text.startswith("!") else (True, text)
+    """(usable, text) for the panel: the grid, then the real size it stands for, e.g.
+    "... This 2.0 m grid is treated as 5.0 km (automatic: set Real Size to change)".
+    Grid detection is cached per mesh state (``quick``: see _status_entry); the real
+    size is the object's setting of the moment."""
+    text, extent = _status_entry(obj, quick)
+    if text.startswith("!"):
+        return False, text[1:]
+    try:
+        sentence = obj.terrain_erosion.real_scale(*extent).describe()
+    except UserError as exc:
+        return False, f"{text}. {exc}"
+    return True, f"{text}. {sentence[:1].upper()}{sentence[1:]}"
 
 
 def grid_extent(obj, quick: bool = False) -> tuple[int, int, float] | None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .compat import new_node_material, set_modifier_input
 from .grid import Grid, read_positions
+from .scale import RealScale
 from .simcore.layers import tree_points
 
 TREE_GROUP = "Terrain Erosion Trees"
@@ -123,14 +124,17 @@ def update_trees(terrain: bpy.types.Object, grid: Grid, trees: np.ndarray,
                  height: np.ndarray) -> bpy.types.Object:
     """Create or update the tree point object: one vertex per tree on the surface
     (``height`` in cell units), a 'size' attribute, and the instancing modifier."""
-    co, size = tree_points(trees, height, grid.x0, grid.y0, grid.cell_x, grid.cell_y)
-    return set_trees(terrain, co, size)
+    scale = terrain.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
+    co, size = tree_points(trees, height, grid.x0, grid.y0, grid.cell_x, grid.cell_y,
+                           scale.height_unit)
+    return set_trees(terrain, co, size, scale)
 
 
-def set_trees(terrain: bpy.types.Object, co: np.ndarray, size: np.ndarray
-              ) -> bpy.types.Object:
+def set_trees(terrain: bpy.types.Object, co: np.ndarray, size: np.ndarray,
+              scale: RealScale) -> bpy.types.Object:
     """:func:`update_trees` from prepared points: (k, 3) float32 local positions and
-    (k,) float32 sizes (simcore.layers.tree_points)."""
+    (k,) float32 sizes (simcore.layers.tree_points), on a grid of real size
+    ``scale``."""
     s = terrain.terrain_erosion
     obj = s.trees_object
     if obj is None or obj.type != 'MESH':
@@ -150,17 +154,19 @@ def set_trees(terrain: bpy.types.Object, co: np.ndarray, size: np.ndarray
     set_modifier_input(mod, ids["Tree"], s.tree_object or default_tree())
     set_modifier_input(mod, ids["Trees Collection"], s.tree_collection)
     set_modifier_input(mod, ids["Use Collection"], s.tree_collection is not None)
-    set_modifier_input(mod, ids["Scale"], tree_height(s))
+    set_modifier_input(mod, ids["Scale"], tree_height(s, scale))
     obj.update_tag()
     return obj
 
 
-def tree_height(settings) -> float:
+def tree_height(settings, scale: RealScale) -> float:
     """Height of a full-grown tree in local units: the Tree Scale override when set,
-    else the Trees process' ``tree_height`` (world units, the same at any cell size)."""
+    else the Trees process' ``tree_height`` (metres, the same at any cell size) at the
+    grid's real size: trees keep their proportions, so the vertical exaggeration does
+    not stretch them."""
     if settings.tree_scale > 0:
         return float(settings.tree_scale)
-    return float(settings.trees.tree_height)
+    return scale.local_length(float(settings.trees.tree_height))
 
 
 def read_trees(terrain: bpy.types.Object, grid: Grid) -> np.ndarray:

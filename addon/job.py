@@ -143,6 +143,8 @@ class ErosionJob:
         self.settings_seed = seed
         self.live_update = settings.live_update
         g = self.grid
+        #: local units <-> the real world the simulation runs in (addon/scale.py)
+        self.scale = settings.real_scale(g.rows, g.cols, g.cell_size)
         z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
         if not np.isfinite(z).all():
             raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
@@ -162,7 +164,7 @@ class ErosionJob:
         rounds = (settings.rounds_done
                   if resumed and settings.stored_state_seed() == seed else 0)
         work = (settings.work(g.rows, g.cols, g.cell_size) if particles is None
-                else particles)  # rain per area x the grid's area, else Particles
+                else particles)  # rain per area x the grid's real area, else Particles
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
@@ -177,8 +179,9 @@ class ErosionJob:
         original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
                     if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
         #: the per-vertex buffers and the write-back (addon/writeback.py)
-        self.writer = writeback.Writer(g, positions, self.outputs, self.write_colors,
-                                       self.with_trees, self.with_water, original)
+        self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
+                                       self.write_colors, self.with_trees, self.with_water,
+                                       original)
         self._runner: _Runner | None = None
         self._frame: writeback.Frame | None = None  # a frame being written, a tick at a time
         self._check_buffer: np.ndarray | None = None
@@ -211,8 +214,9 @@ class ErosionJob:
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
         """Terrain from the stored float layers when they still match the mesh (a saved
-        .blend resumes); otherwise fresh from the heights."""
-        g, cell = self.grid, self.grid.cell_size
+        .blend resumes); otherwise fresh from the heights. The layers are in local units:
+        lengths / height_unit are simcore's cell units, on world cells of the real size."""
+        g, unit, world_cell = self.grid, self.scale.height_unit, self.scale.world_cell
         layers = {name: gridio.read_float_layer(me, attr, g)
                   for name, attr in gridio.FLOAT_LAYERS.items()}
         bedrock, sediment = layers["bedrock"], layers["sediment"]
@@ -220,15 +224,16 @@ class ErosionJob:
                    and np.allclose(bedrock + sediment, z, rtol=0,
                                    atol=1e-4 * max(1.0, float(np.abs(z).max()))))
         if not resumed:
-            return Terrain.from_heights(z, cell), False
+            return Terrain.from_heights(z / unit, world_cell, world_units=False), False
         arrays = {}
         for name, values in layers.items():
             if values is None or name in ("bedrock", "sediment"):
                 continue
             length = name in gridio.LENGTH_LAYERS
-            arrays[name] = np.maximum(values / cell if length else np.clip(values, 0, 1), 0.0)
+            arrays[name] = np.maximum(values / unit if length else np.clip(values, 0, 1), 0.0)
         sediment = np.maximum(sediment, 0.0)
-        terrain = Terrain.from_heights(z - sediment, cell, sediment=sediment / cell, **arrays)
+        terrain = Terrain.from_heights((z - sediment) / unit, world_cell, world_units=False,
+                                       sediment=sediment / unit, **arrays)
         return terrain, True
 
     def find_object(self) -> bpy.types.Object | None:

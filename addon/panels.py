@@ -43,9 +43,12 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
         row.active = not per_area  # typing a count switches rain per area off
         row.prop(s, "particles")
         extent = grid_extent(obj, quick=True)  # grid_status just read it
-        if per_area and extent is not None:
+        if per_area and extent is not None and ok:
             col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
                       icon='INFO')
+        col = layout.column(align=True)  # the world the run sees (addon/scale.py)
+        col.prop(s, "real_size")
+        col.prop(s, "vertical_exaggeration")
         if rt.running:
             layout.progress(factor=rt.progress, type='BAR', text=rt.status)
             row = layout.row(align=True)

@@ -8,6 +8,7 @@ import dataclasses
 import bpy
 
 from .masks import mask_annotations
+from .scale import EXAGGERATION_RANGE, MAX_REAL_SIZE, RealScale
 from .simcore.formats.presets import AREA_KEY, SIMULATION_KEYS, Preset
 from .simcore.params import ParameterError, describe_range
 from .simcore.simulation import PROCESSES, process_params
@@ -126,9 +127,23 @@ def _settings_annotations() -> dict:
         "particles_per_area": bpy.props.FloatProperty(
             name="Rain per Area", default=0.0, min=AREA_KEY[2], max=AREA_KEY[3],
             soft_max=1.0, precision=6, step=0.01,
-            description="Particles per square local unit of the grid (e.g. 0.0034 per "
-                        "m^2 = 3400 per km^2): the same rain on a bigger or finer grid. "
-                        "0: the Particles field is the amount of work"),
+            description="Particles per square metre of the grid's real size (e.g. "
+                        "0.0034 per m^2 = 3400 per km^2): the same rain on a bigger or "
+                        "finer grid. 0: the Particles field is the amount of work"),
+        # 0 (the default, also in .blend files saved before it existed): automatic
+        "real_size": bpy.props.FloatProperty(
+            name="Real Size (m)", default=0.0, min=0.0, max=MAX_REAL_SIZE, soft_max=100_000.0,
+            precision=1, step=100_000,
+            description="Metres the grid spans along its longer side in the real world; "
+                        "the simulation runs at this size and the result is scaled back "
+                        "to the object. 0: automatic (an object 1000 units or more "
+                        "across is taken as metres, a smaller one as 5 km)"),
+        "vertical_exaggeration": bpy.props.FloatProperty(
+            name="Vertical Exaggeration", default=1.0, min=EXAGGERATION_RANGE[0],
+            max=EXAGGERATION_RANGE[1], soft_min=0.1, soft_max=10.0, precision=2,
+            description="How much the object's heights are exaggerated relative to the "
+                        "real world (1: true to scale; 2: the object's hills are twice "
+                        "as high as the real ones the simulation erodes)"),
         "preset": bpy.props.StringProperty(
             name="Preset", default="default",
             description="Preset the settings were last loaded from"),
@@ -161,7 +176,7 @@ def _settings_annotations() -> dict:
         "tree_scale": bpy.props.FloatProperty(
             name="Tree Scale", default=0.0, min=0.0, soft_max=100.0, subtype='DISTANCE',
             description="Height of a full-grown tree in local units (0: the Trees "
-                        "process' Tree Height, in world units)"),
+                        "process' Tree Height, in metres at the object's Real Size)"),
         "water_surface": bpy.props.BoolProperty(
             name="Water Surface", default=True,
             description="Show pools (lakes, sea) as a water surface object for rendering"),
@@ -229,6 +244,8 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
         self.set_full_seed(preset.seed)
         self.particles = preset.particles
         self.particles_per_area = preset.particles_per_area  # after particles (its update)
+        if preset.real_size is not None:  # None: the object keeps its own real size
+            self.real_size = preset.real_size
         self.preset = preset.name
         for name in PROCESSES:
             group = getattr(self, name)
@@ -238,25 +255,36 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
     def to_preset(self, name: str, description: str = "") -> Preset:
         params = {n: getattr(self, n).to_params() for n in PROCESSES}
         enabled = {n: bool(getattr(self, n).enabled) for n in PROCESSES}
+        real_size = float(f"{self.real_size:.7g}")
         return Preset(name=name, description=description, seed=self.full_seed(),
                       particles=self.particles, particles_per_area=self.rain_per_area(),
-                      params=params, enabled=enabled)
+                      params=params, enabled=enabled, real_size=real_size or None)
 
     # -- amount of work --------------------------------------------------------------
     def rain_per_area(self) -> float:
         """Particles per square local unit as typed (single precision undone), 0: off."""
         return float(f"{self.particles_per_area:.7g}")
 
-    def work(self, rows: int, cols: int, cell_size: float) -> int:
-        """Particles of a run on a rows x cols grid with ``cell_size`` local units:
-        rain per area x world area when set, else the Particles field."""
+    def work(self, rows: int, cols: int, local_cell: float) -> int:
+        """Particles of a run on a rows x cols grid of ``local_cell`` local units:
+        rain per area x the grid's real (world) area when set, else the Particles
+        field."""
         preset = Preset(name="", particles=int(self.particles),
                         particles_per_area=self.rain_per_area())
-        return preset.work(_Extent((rows, cols), float(cell_size)))
+        world = self.real_scale(rows, cols, local_cell).world_cell
+        return preset.work(_Extent((rows, cols), world))
+
+    # -- real size (addon/scale.py) ----------------------------------------------------
+    def real_scale(self, rows: int, cols: int, local_cell: float) -> RealScale:
+        """How this object's rows x cols grid of ``local_cell`` local units maps to the
+        world the simulation runs in (its Real Size and Vertical Exaggeration)."""
+        # single precision undone: 0.1 typed comes back as 0.1
+        return RealScale.of(rows, cols, local_cell, float(f"{self.real_size:.7g}"),
+                            float(f"{self.vertical_exaggeration:.7g}"))
 
 
 class _Extent:
-    """The two things Preset.work reads from a terrain: shape and cell size."""
+    """The two things Preset.work reads from a terrain: shape and world cell size."""
 
     def __init__(self, shape: tuple[int, int], cell_size: float) -> None:
         self.shape, self.cell_size = shape, cell_size

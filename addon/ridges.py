@@ -4,7 +4,9 @@ grid, or on a new grid, as one undo step; the erosion presets then take over.
 Settings live on the scene (``scene.terrain_ridges``) so the panel works with nothing
 selected; the operator has the same settings as its own arguments, so scripts call
 ``bpy.ops.terrain.generate_ridges(amplitude=800, ridge_spacing=500, ...)``. Lengths are
-world units (the object's scale is taken into account).
+metres at the grid object's real size (its Real Size and Vertical Exaggeration,
+addon/scale.py), the world its erosion runs in; a new grid is made with Size as its
+real size.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def _annotations() -> dict:
             description="Make a new grid object instead of changing the active one"),
         new_size=bpy.props.FloatProperty(
             name="Size", default=10000.0, min=1e-3, soft_max=1e5, subtype='DISTANCE',
-            unit='LENGTH', description="Width of the new grid (world units)"),
+            unit='LENGTH', description="Width of the new grid (metres; also its Real "
+                                         "Size)"),
         new_resolution=bpy.props.IntProperty(
             name="Resolution", default=256, min=3, max=4096,
             description="Vertices along each side of the new grid"),
@@ -165,6 +168,7 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
         ridges = dla.ridge_terrain((n, n), size / (n - 1), params)
         me = _grid_mesh("Ridges", n, size, ridges.heights)
         obj = bpy.data.objects.new("Ridges", me)
+        obj.terrain_erosion.real_size = size  # the ridges were grown at this size
         context.collection.objects.link(obj)
         for other in context.selected_objects:
             other.select_set(False)
@@ -185,15 +189,12 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
         if not np.isfinite(z).all():
             raise gridio.GridError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
                                    "first")
-        sx, sy, sz = obj.matrix_world.to_scale()
-        scale_xy = float(np.sqrt(abs(sx * sy))) or 1.0
-        scale_z = abs(float(sz)) or 1.0
-        cell = g.cell_size * scale_xy  # world units
-        _check_spacing(params, cell * (max(g.rows, g.cols) - 1))
+        scale = obj.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
+        _check_spacing(params, scale.real_size)
         start = _painted(obj, self.vertex_group, g) if params.start == "mask" else None
-        ridges = dla.ridge_terrain((g.rows, g.cols), cell, params, start)
+        ridges = dla.ridge_terrain((g.rows, g.cols), scale.world_cell, params, start)
         base = z if self.mode == 'ADD' else np.zeros_like(z)
-        new_z = base + ridges.heights / scale_z
+        new_z = base + scale.local_height(ridges.heights)
         # the stored erosion layers describe the old surface: a fresh start
         gridio.remove_layers(me)
         gridio.write_heights(me, g, positions, new_z)
@@ -206,13 +207,14 @@ def _check_spacing(params: dla.RidgeParams, width: float) -> None:
     if params.ridge_spacing > width / 4:
         raise ParameterError(
             f"ridge spacing {params.ridge_spacing:.4g} is more than a quarter of the grid's "
-            f"width ({width:.4g} world units): use a spacing of about {width / 16:.3g}")
+            f"width ({width:.4g} m at its real size): use a spacing of about "
+            f"{width / 16:.3g}, or set the grid's Real Size")
 
 
 def _summary(name: str, ridges: dla.Ridges) -> str:
     n = ridges.clusters[-1].size
-    return (f"Ridges on '{name}': {n:,} particles, highest {ridges.heights.max():.4g} "
-            f"(world units)")
+    return (f"Ridges on '{name}': {n:,} particles, highest {ridges.heights.max():.4g} m "
+            f"(at its real size)")
 
 
 class TERRAIN_PG_ridges(bpy.types.PropertyGroup):

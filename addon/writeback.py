@@ -32,6 +32,7 @@ import numpy as np
 
 from . import grid as gridio
 from . import instances
+from .scale import RealScale
 from .simcore.layers import tree_points, vertex_gray, vertex_values, water_vertices
 
 #: float32 values the main thread writes per timer tick at most, whatever the time budget
@@ -88,10 +89,12 @@ class Writer:
     (:func:`bytes_per_vertex`). Buffers keep the values last written, so a layer that
     did not change is not written again."""
 
-    def __init__(self, grid: gridio.Grid, positions: np.ndarray, outputs: list[str],
-                 colors: bool, trees: bool, water: bool,
+    def __init__(self, grid: gridio.Grid, scale: RealScale, positions: np.ndarray,
+                 outputs: list[str], colors: bool, trees: bool, water: bool,
                  original: np.ndarray | None) -> None:
         self.grid = grid
+        #: the grid's real size: cell-unit lengths x scale.height_unit are local units
+        self.scale = scale
         self.order = None if grid.identity else grid.order
         #: (n, 3) float32: the positions the mesh holds (what a vertex check expects)
         self.shown = positions
@@ -135,27 +138,28 @@ class Writer:
             self._allocate()
             everything = True
         n = self.grid.rows * self.grid.cols
-        cell = self.grid.cell_size
+        unit = self.scale.height_unit  # local units per cell unit of height
         items = [Item("check", values=3 * n)]  # the vertices, before anything is written
         if self.original is not None:
             items.append(Item("original", values=n))
         for name, buf in self.floats.items():
-            scale = cell if name in gridio.LENGTH_LAYERS else 1.0
+            scale = unit if name in gridio.LENGTH_LAYERS else 1.0
             changed = vertex_values(getattr(terrain, name), buf, scale, self.order)
             items.append(Item("float", name, n, changed or everything))
         height = terrain.height()
         trees = None
         if self.trees:
             g = self.grid
-            trees = tree_points(terrain.trees, height, g.x0, g.y0, g.cell_x, g.cell_y)
+            trees = tree_points(terrain.trees, height, g.x0, g.y0, g.cell_x, g.cell_y,
+                                unit)
             items.append(Item("trees", values=4 * len(trees[1])))
-        vertex_values(height, self._next.reshape(-1), cell, self.order, 3, 2)
+        vertex_values(height, self._next.reshape(-1), unit, self.order, 3, 2)
         items.append(Item("positions", values=3 * n))
         for name, buf in self.colors.items():
             changed = vertex_gray(name, getattr(terrain, name), buf, self.order)
             items.append(Item("color", name, 4 * n, changed or everything))
         if self.water is not None:
-            changed = water_vertices(height, terrain.pool, cell, *self.water, self.order)
+            changed = water_vertices(height, terrain.pool, unit, *self.water, self.order)
             items.append(Item("water", values=4 * n, changed=changed or everything))
         return Frame(rounds, items, trees)
 
@@ -264,7 +268,8 @@ class Writer:
             gridio.ensure_attribute(me, gridio.FLOAT_LAYERS[item.name], 'FLOAT').data \
                 .foreach_set("value", self.floats[item.name])
         elif item.kind == "trees":
-            self.extras["trees_object"] = instances.set_trees(obj, *frame.trees).session_uid
+            self.extras["trees_object"] = instances.set_trees(
+                obj, *frame.trees, self.scale).session_uid
         elif item.kind == "positions":
             me.attributes["position"].data.foreach_set("vector", self._next.reshape(-1))
             self.shown, self._next = self._next, self.shown

@@ -119,14 +119,17 @@ def water_vertices(height: np.ndarray, pool: np.ndarray, scale: float, co: np.nd
 
 
 def tree_points(trees: np.ndarray, height: np.ndarray, x0: float, y0: float,
-                cell_x: float, cell_y: float) -> tuple[np.ndarray, np.ndarray]:
+                cell_x: float, cell_y: float, height_unit: float | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Trees (rows of column, row, size) as points on the ground: (k, 3) float32 local
-    positions (height in cell units, times the geometric mean of ``cell_x`` and
-    ``cell_y``) and (k,) float32 sizes."""
+    positions (height in cell units, times ``height_unit``: by default the geometric
+    mean of ``cell_x`` and ``cell_y``) and (k,) float32 sizes."""
+    if height_unit is None:
+        height_unit = float(np.sqrt(cell_x * cell_y))
     co = np.empty((len(trees), 3), np.float32)
     co[:, 0] = x0 + trees[:, 0] * cell_x
     co[:, 1] = y0 + trees[:, 1] * cell_y
-    co[:, 2] = sample_bilinear(height, trees[:, 0], trees[:, 1]) * np.sqrt(cell_x * cell_y)
+    co[:, 2] = sample_bilinear(height, trees[:, 0], trees[:, 1]) * height_unit
     return co, np.ascontiguousarray(trees[:, 2], np.float32)
 
 

@@ -9,6 +9,7 @@ A preset file looks like::
     [simulation]
     seed = 1
     particles = 200000
+    real_size = 5000      # optional: metres across the grid's longer side (0: automatic)
 
     [droplets]            # one table per process; present + enabled = runs
     enabled = true
@@ -44,6 +45,12 @@ SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
 #: (``--particles``, ``--set particles=N``) switches it off.
 AREA_KEY = ("particles_per_area", 0.0, 0.0, 1e6,
             "particles per square world unit (e.g. 0.006 per m^2 = 6000 per km^2)")
+#: Optional real-world size the preset is meant for: metres across the grid's longer
+#: side, 0 = automatic (the Blender add-on's rule, addon/scale.py). Absent (None): the
+#: preset leaves the object's own real size alone. simcore itself runs on the cell size
+#: it is given; the add-on turns the real size into that cell size.
+REAL_SIZE_KEY = ("real_size", 0.0, 1e8,
+                 "metres across the grid's longer side, 0 = automatic")
 
 
 class PresetError(ParameterError):
@@ -66,6 +73,8 @@ class Preset:
     #: optional [ridges] table (simcore.processes.dla.RidgeParams): DLA mountains raised on the
     #: input heightmap before the erosion runs (issue 15)
     ridges: Params | None = None
+    #: optional real size (REAL_SIZE_KEY): metres across, 0 = automatic, None = not set
+    real_size: float | None = None
 
     def work(self, terrain: Any) -> int:
         """Total particles on ``terrain``: rain per area x its world area when
@@ -87,10 +96,14 @@ class Preset:
             if key == AREA_KEY[0]:
                 out.particles_per_area = _check_area(value, "--set")
                 continue
+            if key == REAL_SIZE_KEY[0]:
+                out.real_size = _check_real_size(value, "--set")
+                continue
             if "." not in key:
                 if key not in SIMULATION_KEYS:
-                    raise PresetError(f"--set {key}: unknown key; use 'seed', 'particles' "
-                                      f"or 'PROCESS.KEY' with PROCESS in {list(PROCESSES)}")
+                    raise PresetError(f"--set {key}: unknown key; use 'seed', 'particles', "
+                                      f"'{AREA_KEY[0]}', '{REAL_SIZE_KEY[0]}' or "
+                                      f"'PROCESS.KEY' with PROCESS in {list(PROCESSES)}")
                 setattr(out, key, _check_sim_key(key, value, "--set"))
                 if key == "particles":
                     out.particles_per_area = 0.0  # an explicit total wins
@@ -129,6 +142,15 @@ def _check_area(value: Any, where: str) -> float:
     return float(value)
 
 
+def _check_real_size(value: Any, where: str) -> float:
+    key, lo, hi, doc = REAL_SIZE_KEY
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not lo <= value <= hi:
+        raise PresetError(f"{where}: '{key}' ({doc}) must be a number with {lo:g} <= "
+                          f"{key} <= {hi:g}, got {value!r}")
+    return float(value)
+
+
 def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
     """Validate a preset's TOML tables; ``where`` (the file) prefixes every error."""
     preset = Preset(name=name)
@@ -146,9 +168,13 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                 if key == AREA_KEY[0]:
                     preset.particles_per_area = _check_area(value, f"{where}: [simulation]")
                     continue
+                if key == REAL_SIZE_KEY[0]:
+                    preset.real_size = _check_real_size(value, f"{where}: [simulation]")
+                    continue
                 if key not in SIMULATION_KEYS:
+                    keys = [*SIMULATION_KEYS, AREA_KEY[0], REAL_SIZE_KEY[0]]
                     raise PresetError(f"{where}: [simulation] unknown key '{key}'; allowed "
-                                      f"keys: {', '.join([*SIMULATION_KEYS, AREA_KEY[0]])}")
+                                      f"keys: {', '.join(keys)}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
         elif table == "ridges":
             from ..processes.dla import RidgeParams
@@ -238,6 +264,8 @@ def dump_preset(preset: Preset) -> str:
              "[simulation]", f"seed = {preset.seed}", f"particles = {preset.particles}"]
     if preset.particles_per_area > 0:
         lines.append(f"particles_per_area = {preset.particles_per_area!r}")
+    if preset.real_size is not None:
+        lines.append(f"real_size = {preset.real_size!r}  # {REAL_SIZE_KEY[3]}")
     if preset.ridges is not None:
         lines += ["", "[ridges]"]
         for f in dataclasses.fields(preset.ridges):  # type: ignore[arg-type]
