@@ -29,7 +29,10 @@ examples:
 
 heights in .npy files are world units; --cell-size is the world distance between
 neighbouring samples (default 1; `generate` makes 30 m cells and prints the value to
-pass). An .npz output holds the whole state (every array
+pass). For a map in other units (a Blender grid 2 units wide, heights 0..1), --extent
+says the world size it stands for: `--extent 5000` treats its longer side as 5 km,
+heights scaled alike (the presets are tuned on kilometre-scale uplands), and a .npy
+output comes back in the map's units. An .npz output holds the whole state (every array
 by name, plus 'height' in world units and JSON 'metadata' whose 'units' names each
 array's unit: 'cell' = world length / cell_size); pass it as
 --input to continue a run with the same random sequence. --particles 0 does no work
@@ -123,25 +126,64 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_input(args: argparse.Namespace, preset) -> tuple[object, int]:
-    """(terrain, rounds_done) from --input; checked before any work."""
+#: --extent: the world size a map may stand for (1 mm to 100,000 km)
+EXTENT_RANGE = (1e-3, 1e8)
+
+
+def _real_scale(args: argparse.Namespace, shape: tuple[int, int], cell: float) -> float:
+    """World units per unit of a .npy map (heights and cells alike): ``--extent`` over
+    the map's own extent (``(longer side - 1) x --cell-size``), else 1."""
+    if args.extent is None:
+        return 1.0
+    lo, hi = EXTENT_RANGE
+    if not lo <= args.extent <= hi:  # also refuses NaN
+        raise CliError(f"--extent must be a positive number of world units from {lo:g} to "
+                       f"{hi:g} (the map's longer side, e.g. 5000 for 5 km), got "
+                       f"{args.extent!r}")
+    scale = args.extent / ((max(shape) - 1) * cell)
+    _cell_size(cell * scale)  # the world cell it gives must be usable too
+    return scale
+
+
+def _vertical(args: argparse.Namespace) -> float:
+    value = args.vertical_exaggeration
+    if not 1e-3 <= value <= 1e3:  # also refuses NaN
+        raise CliError("--vertical-exaggeration must be a number from 0.001 to 1000 (how "
+                       f"much the map's heights are exaggerated; 1 = true), got {value!r}")
+    return value
+
+
+def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
+    """(terrain, rounds_done, output scale) from --input, checked before any work; the
+    output scale turns world heights back into the input's units (a .npy with
+    --extent or --vertical-exaggeration), else 1."""
     from .formats.states import load_heights, load_state
     from .terrain import Terrain
 
     name = args.input.lower()
     if name.endswith(".npz"):
-        if args.cell_size is not None:
-            raise CliError("--cell-size cannot change the cell size of a saved state")
+        given = [flag for flag, used in (("--cell-size", args.cell_size is not None),
+                                         ("--extent", args.extent is not None),
+                                         ("--vertical-exaggeration",
+                                          args.vertical_exaggeration != 1.0)) if used]
+        if given:
+            raise CliError(f"{given[0]} cannot change the scale of a saved state (it holds "
+                           "world units)")
         terrain, meta = load_state(args.input)
         rounds_done = int(meta.get("rounds_done", 0)) if meta.get("seed") == preset.seed else 0
-        return terrain, rounds_done
+        return terrain, rounds_done, 1.0
     if name.endswith(".npy"):
         cell = _cell_size(args.cell_size)
+        vertical = _vertical(args)
         heights = load_heights(args.input)
+        scale = _real_scale(args, heights.shape, cell)
+        if scale != 1.0 or vertical != 1.0:
+            heights = heights * (scale / vertical)
+            cell *= scale
         if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
             from .processes.dla import add_ridges
             heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
-        return Terrain.from_heights(heights, cell), 0
+        return Terrain.from_heights(heights, cell), 0, vertical / scale
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
 
 
@@ -162,7 +204,7 @@ def cmd_erode(args: argparse.Namespace) -> int:
     if args.particles is not None:
         overrides["particles"] = args.particles
     preset = preset.with_overrides(overrides)
-    terrain, rounds_done = _load_input(args, preset)
+    terrain, rounds_done, back = _load_input(args, preset)
     rows, cols = terrain.shape
     if rows * cols > MAX_CELLS:
         raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
@@ -190,8 +232,9 @@ def cmd_erode(args: argparse.Namespace) -> int:
     meta["preset"] = preset.name
     if out.suffix.lower() == ".npz":
         save_state(out, terrain, meta)
-    else:
-        save_heights(out, terrain.world_height())
+    else:  # in the input's units
+        save_heights(out, terrain.world_height() * back if back != 1.0 else
+                     terrain.world_height())
     if not args.quiet:
         print(f"wrote {out} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     return 0
@@ -268,7 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--output", required=True,
                    help=".npy (heights, world units) or .npz (whole state)")
     e.add_argument("--cell-size", type=float,
-                   help="world distance between samples of a .npy input (1)")
+                   help="distance between samples of a .npy input, in its own units (1)")
+    e.add_argument("--extent", type=float, metavar="WORLD",
+                   help="the world size a .npy map stands for along its longer side "
+                   "(e.g. 5000: 5 km); its heights and cells scale alike, and a .npy "
+                   "output is written back in the input's units (default: the map's "
+                   "units are world units)")
+    e.add_argument("--vertical-exaggeration", type=float, default=1.0, metavar="X",
+                   help="how much a .npy map's heights are exaggerated (1: true); the "
+                   "simulation sees them divided by X, a .npy output multiplied back")
     e.add_argument("--seed", type=int, help="override the preset's seed")
     e.add_argument("--particles", type=int, help="override the total particle count")
     e.add_argument("--set", action="append", metavar="KEY=VALUE",

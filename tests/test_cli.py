@@ -56,6 +56,10 @@ def test_generate_erode_resume_and_shade(tmp_path, capsys):
     (["--input", "{missing}"], "cannot read heightmap"),
     (["--input", "{nan}"], "NaN/inf"),
     (["--output", "{tmp}/out.txt"], "use one of .npy, .npz"),
+    (["--extent", "0"], "--extent must be a positive number of world units"),
+    (["--extent", "nan"], "--extent must be a positive number of world units"),
+    (["--extent", "1e9"], "--extent must be a positive number of world units"),
+    (["--vertical-exaggeration", "0"], "--vertical-exaggeration must be a number"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(tmp_path, capsys, args, message):
     good = tmp_path / "good.npy"
@@ -174,3 +178,50 @@ def test_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatch):
     assert main(["erode", "--input", str(good), "--output", str(tmp_path / "o.npz")]) == 130
     assert "nothing written" in _err(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["good.npy"]
+
+
+def test_extent_erodes_a_map_in_other_units_as_the_world_it_stands_for(tmp_path):
+    """A heightmap in Blender-sized units (1.17 units across, heights in the same
+    units) with --extent 1170 (metres) erodes as the same map in metres does (the
+    Default preset flattens the small one when its units are taken as metres), and the
+    .npy comes back in the input's units."""
+    metres = tmp_path / "m.npy"
+    assert main(["generate", "--size", "40", "--seed", "2", "--cell-size", "30",
+                 "--output", str(metres)]) == 0
+    small = tmp_path / "small.npy"
+    np.save(small, np.load(metres) / 1000.0)
+    common = ["--preset", "default", "--particles", "3000", "--quiet"]
+    assert main(["erode", "--input", str(metres), "--cell-size", "30", "--output",
+                 str(tmp_path / "m_out.npy"), *common]) == 0
+    assert main(["erode", "--input", str(small), "--cell-size", "0.03", "--extent", "1170",
+                 "--output", str(tmp_path / "s_out.npy"), *common]) == 0
+    assert main(["erode", "--input", str(small), "--cell-size", "0.03", "--output",
+                 str(tmp_path / "literal.npy"), *common]) == 0
+    before = np.load(metres)
+    in_metres = np.load(tmp_path / "m_out.npy")
+    scaled_back = np.load(tmp_path / "s_out.npy") * 1000.0
+    assert np.corrcoef((in_metres - before).ravel(), (scaled_back - before).ravel())[0, 1] >= 0.99
+    assert np.ptp(scaled_back) == pytest.approx(np.ptp(in_metres), rel=0.01)
+    literal = np.load(tmp_path / "literal.npy") * 1000.0
+    assert np.ptp(literal) < 0.5 * np.ptp(before), "taken literally, the map flattens"
+    # exaggerated heights: the simulation sees the true ones, the output is exaggerated
+    assert main(["erode", "--input", str(metres), "--cell-size", "30",
+                 "--vertical-exaggeration", "2", "--output", str(tmp_path / "x2.npy"),
+                 *common]) == 0
+    np.save(tmp_path / "half.npy", before / 2.0)
+    assert main(["erode", "--input", str(tmp_path / "half.npy"), "--cell-size", "30",
+                 "--output", str(tmp_path / "half_out.npy"), *common]) == 0
+    assert np.allclose(np.load(tmp_path / "x2.npy"), 2.0 * np.load(tmp_path / "half_out.npy"),
+                       rtol=0, atol=1e-9 * np.ptp(before))
+
+
+def test_extent_cannot_rescale_a_saved_state(tmp_path, capsys):
+    h = tmp_path / "h.npy"
+    assert main(["generate", "--size", "16", "--output", str(h)]) == 0
+    state = tmp_path / "s.npz"
+    assert main(["erode", "--input", str(h), "--cell-size", "30", "--particles", "0",
+                 "--output", str(state), "--quiet"]) == 0
+    for flag in (["--extent", "5000"], ["--vertical-exaggeration", "2"]):
+        assert main(["erode", "--input", str(state), "--output", str(tmp_path / "o.npz"),
+                     *flag]) == 2
+        assert f"{flag[0]} cannot change the scale of a saved state" in _err(capsys)

@@ -222,6 +222,64 @@ def _deposit_tent(xp, yp, amount, reach, rows, cols, height, bedrock, sediment, 
 
 
 @njit(cache=True, error_model="numpy")
+def _lay_down(xp, yp, amount, radius, rows, cols, height, bedrock, sediment, deposited):
+    """Lay the load ``amount`` (cell³) of a droplet that ran out of steps down where it
+    can stay: on the 4 cells around (xp, yp) (bilinear, as the article) when that
+    raises none of them above the highest ground within ``radius`` cells (at least
+    1.5); otherwise as a level fill of the lowest ground within that radius, the way a
+    pond fills its hollow, whose level rises above the highest of those cells only when
+    the load is more than the hollow holds, and then as one flat layer over all of
+    them: never a tower a cell wide. Writes no row farther than ``ceil(radius) + 1``
+    from the droplet's (the strips' margin). Arrays are 1-D views of the (rows, cols)
+    grids; xp, yp >= 0 inside the grid's last row and column."""
+    if amount <= 0.0:
+        return
+    reach = max(radius, 1.5)
+    x0 = max(int(np.ceil(xp - reach)), 0)
+    x1 = min(int(np.floor(xp + reach)), cols - 1)
+    y0 = max(int(np.ceil(yp - reach)), 0)
+    y1 = min(int(np.floor(yp + reach)), rows - 1)
+    size = (x1 - x0 + 1) * (y1 - y0 + 1)
+    cells = np.empty(size, dtype=np.uint64)
+    levels = np.empty(size)
+    n = 0
+    top = -np.inf
+    for y in range(y0, y1 + 1):
+        row = np.uint64(y * cols)
+        for x in range(x0, x1 + 1):
+            if (x - xp) * (x - xp) + (y - yp) * (y - yp) <= reach * reach:
+                cells[n] = row + np.uint64(x)
+                levels[n] = height[cells[n]]
+                top = max(top, levels[n])
+                n += 1
+    xi, yi = int(xp), int(yp)
+    fx, fy = xp - xi, yp - yi
+    k = np.uint64(yi * cols + xi)
+    below = k + np.uint64(cols)
+    one = np.uint64(1)
+    if max(height[k] + amount * (1 - fx) * (1 - fy), height[k + one] + amount * fx * (1 - fy),
+           height[below] + amount * (1 - fx) * fy,
+           height[below + one] + amount * fx * fy) <= top:
+        put_bilinear_flat(xp, yp, amount, cols, height, bedrock, sediment, deposited)
+        return
+    order = np.argsort(levels[:n])
+    # the level L with sum(max(L - h, 0)) = amount: raise the lowest j + 1 cells together
+    # until they reach the next one, or the load is used up
+    below_sum = 0.0
+    level = 0.0
+    filled = n
+    for j in range(n):
+        below_sum += levels[order[j]]
+        level = (amount + below_sum) / (j + 1)
+        if j + 1 == n or level <= levels[order[j + 1]]:
+            filled = j + 1
+            break
+    for j in range(filled):
+        c = cells[order[j]]
+        put_at(c, level - height[c], height, bedrock, sediment, deposited)
+
+
+@njit(cache=True, error_model="numpy")
 def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedrock, sediment,
                      eroded, deposited, erodibility):
     """Run droplet ``d`` while its row stays in [lo, hi).
@@ -256,7 +314,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     h = (h00 * (1 - fx) + h10 * fx) * (1 - fy) + (h01 * (1 - fx) + h11 * fx) * fy
     while True:
         if n >= max_steps:
-            put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
+            _lay_down(xp, yp, s, radius, rows, cols, height, bedrock, sediment, deposited)
             s = 0.0
             break
         if yi < lo or yi >= hi:
@@ -292,7 +350,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         nh = (n00 * (1 - nfx) + n10 * nfx) * (1 - nfy) + (n01 * (1 - nfx) + n11 * nfx) * nfy
         if nh >= h:  # uphill: fill the pit (keeping the speed), stop if the load is used up
             ds = (nh - h) + 0.001
-            if ds >= s:
+            if ds >= s:  # the pit holds the load: it rises no higher than the next step
                 put_bilinear_flat(xp, yp, s, cols, height, bedrock, sediment, deposited)
                 s = 0.0
                 n += 1
