@@ -139,6 +139,7 @@ def test_refusals_leave_the_mesh_untouched(blender):
 
 def test_run_writes_simcore_heights_and_documented_layers(blender):
     obj = add_grid(bpy, n=40, size=4.0, relief=1.0)
+    obj.terrain_erosion.real_size = 4.0  # 1:1, so simcore sees the local numbers
     obj.terrain_erosion.seed = 11
     obj.terrain_erosion.particles = 4000
     g = te.grid.detect_grid(obj.data)
@@ -644,6 +645,8 @@ def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
     small = add_grid(bpy, n=20, size=2.0, name="Small")
     big = add_grid(bpy, n=20, size=4.0, name="Big")  # same cells, twice the spacing
     fine = add_grid(bpy, n=39, size=2.0, name="Fine")  # ~ same extent, 4x the cells
+    for obj, size in ((small, 2.0), (big, 4.0), (fine, 2.0)):
+        obj.terrain_erosion.real_size = size  # 1:1: rain per square local unit
     preset = te.simcore.formats.presets.find_preset("default")
     assert preset.particles_per_area > 0
     for obj in (small, big, fine):
@@ -698,6 +701,7 @@ def test_particles_field_wins_and_old_files_use_it(blender):
 
 def test_batch_uses_rain_per_area_unless_particles_are_given(blender, capsys):
     obj = add_grid(bpy, n=24, size=40.0, name="Terrain")  # 24 x 24, ~1.74 m cells
+    obj.terrain_erosion.real_size = 40.0  # 1:1 (automatic would make it 5 km)
     preset = te.simcore.formats.presets.find_preset("quick_preview")
     g = te.grid.detect_grid(obj.data)
     expected = preset.work(types.SimpleNamespace(shape=(g.rows, g.cols),
@@ -720,6 +724,7 @@ def test_panel_shows_64bit_seed_and_particles_for_this_grid(blender):
     context = types.SimpleNamespace(active_object=obj,
                                     window_manager=bpy.context.window_manager)
     s = obj.terrain_erosion
+    s.real_size = 2.0  # 1:1: rain per square local unit
     log = _draw_all_panels(context)
     assert ("prop", "seed_text") in log and ("prop", "particles_per_area") in log
     assert not any("particles for this grid" in text for kind, text in log if kind == "label")

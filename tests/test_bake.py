@@ -24,6 +24,7 @@ def saved_terrain(tmp_path, n=24, name="Dunes"):
     obj = add_grid(bpy, n=n, size=4.0, relief=1.0, name=name)
     s = obj.terrain_erosion
     s.seed = 7
+    s.real_size = 4.0  # 1:1: the frames are compared with simcore on the local numbers
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
     return bpy.data.objects[name]
 

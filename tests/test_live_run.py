@@ -232,6 +232,7 @@ def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, 
     from terrain_erosion.simcore.cli import main as cli_main
     a = add_grid(bpy, n=24, name="A")
     b = add_grid(bpy, n=24, name="B")
+    a.terrain_erosion.real_size = 2.0  # 1:1, as the CLI's --cell-size below
     g = te.grid.detect_grid(a.data)
     z0 = positions(a.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     heights = tmp_path / "z0.npy"
@@ -247,7 +248,7 @@ def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, 
     assert s.stored_state_seed() == BIG_SEED
 
     assert te.batch.main(["--object", "B", "--preset", "droplets_only", "--seed",
-                          str(BIG_SEED), "--particles", "4096"]) == 0
+                          str(BIG_SEED), "--particles", "4096", "--real-size", "2"]) == 0
     out = tmp_path / "cli.npy"
     assert cli_main(["erode", "--preset", "droplets_only", "--input", str(heights),
                      "--cell-size", str(g.cell_size), "--seed", str(BIG_SEED),
@@ -410,9 +411,10 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
 
 
 def test_a_run_names_what_its_grid_cannot_show(blender):
-    obj = add_grid(bpy, n=32, size=2.0)  # 6.5 cm cells
+    obj = add_grid(bpy, n=32, size=2.0)
     s = obj.terrain_erosion
     s.apply_preset(te.simcore.formats.presets.find_preset("young_range"))
+    s.real_size = 2.0  # really 2 m across: 6.5 cm cells (automatic: 5 km, 161 m cells)
     job = te.job.ErosionJob(obj)
     assert [t for t in job.advice if t.startswith("landscape: uplift")], job.advice
     s.landscape.enabled = False

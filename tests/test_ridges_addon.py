@@ -33,12 +33,13 @@ def test_registered_with_the_panel_under_the_erosion_panel(blender):
 
 def test_ridges_added_to_the_active_grid_in_world_units(blender):
     obj = add_grid(bpy, n=65, size=2.0, relief=0.0)
-    obj.scale = (1000.0, 1000.0, 1.0)  # a 2 km grid in world units
+    obj.terrain_erosion.real_size = 2000.0  # a 2 km grid in metres: 1 unit = 1 km
+    obj.scale = (3.0, 3.0, 0.5)  # the object's transform does not matter
     z0 = raster(obj)
     result = bpy.ops.terrain.generate_ridges(amplitude=200.0, ridge_spacing=150.0, seed=2)
     assert result == {'FINISHED'}
     z = raster(obj)
-    added = z - z0
+    added = (z - z0) * 1000.0  # metres
     assert np.isfinite(z).all()
     assert added.min() >= -1e-3 and 100 < added.max() <= 200 + 1e-3
     # slopes in world units stay below the limit (40 degrees, +8% octagonal distance)
@@ -49,6 +50,7 @@ def test_ridges_added_to_the_active_grid_in_world_units(blender):
 
 def test_replace_mode_and_a_new_grid(blender):
     obj = add_grid(bpy, n=33, size=2.0, relief=0.5)
+    obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     bpy.ops.terrain.generate_ridges(mode='REPLACE', amplitude=0.2, ridge_spacing=0.15)
     z = raster(obj)
     assert z.min() == pytest.approx(0.0, abs=1e-5) and z.max() <= 0.2 + 1e-5
@@ -61,11 +63,13 @@ def test_replace_mode_and_a_new_grid(blender):
     g = te.grid.detect_grid(new.data)
     assert (g.rows, g.cols) == (48, 48)
     assert raster(new).max() > 300
+    assert new.terrain_erosion.real_size == 5000.0, "grown at 5 km: eroded at 5 km"
     assert bpy.ops.terrain.erode.poll(), "the new grid is ready for erosion"
 
 
 def test_start_from_a_painted_vertex_group(blender):
     obj = add_grid(bpy, n=65, size=2.0, relief=0.0)
+    obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     group = obj.vertex_groups.new(name="crest")
     g = te.grid.detect_grid(obj.data)
     line = g.order.reshape(g.rows, g.cols)[32, 8:56]  # a painted line across the grid
@@ -79,6 +83,7 @@ def test_start_from_a_painted_vertex_group(blender):
 
 def test_errors_leave_the_scene_untouched(blender):
     obj = add_grid(bpy, n=33, size=2.0)
+    obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     before = mesh_state(obj.data)
     n_objects = len(bpy.data.objects)
     with pytest.raises(RuntimeError, match="no vertex group 'nothing'"):
@@ -102,6 +107,7 @@ def test_errors_leave_the_scene_untouched(blender):
 
 def test_undo_restores_the_heights(blender):
     obj = add_grid(bpy, n=33, size=2.0)
+    obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     name = obj.name
     bpy.ops.ed.undo_push(message="before ridges")
     before = mesh_state(obj.data)
@@ -151,6 +157,7 @@ class _Layout:
 
 def test_panel_shows_the_settings_and_its_button_runs_them(blender):
     obj = add_grid(bpy, n=33, size=2.0, relief=0.0)
+    obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     s = bpy.context.scene.terrain_ridges
     s.amplitude, s.ridge_spacing, s.start, s.points = 0.25, 0.1, 'points', 4
     context = types.SimpleNamespace(scene=bpy.context.scene, active_object=obj)

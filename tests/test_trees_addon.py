@@ -15,6 +15,7 @@ def grow_trees(n: int, extent: float):
     """A gentle grid ``extent`` local units wide with ``n`` x ``n`` vertices; trees only."""
     obj = add_grid(bpy, n=n, size=extent, relief=0.0)
     s = obj.terrain_erosion
+    s.real_size = extent  # 1:1 (automatic would treat 960 units as 5 km)
     for name in te.simcore.simulation.PROCESSES:
         getattr(s, name).enabled = name == "trees"
     s.trees.spawn_tries = 20
