@@ -35,8 +35,9 @@ from .simcore.params import ParameterError
 AUTO_TAKEN_AS_METRES = 1000.0
 #: metres across that a smaller object stands for under the automatic rule
 AUTO_REAL_SIZE = 5000.0
-#: largest real size (metres; as in presets) and the range of the vertical exaggeration
-MAX_REAL_SIZE = REAL_SIZE_KEY[2]
+#: real sizes other than 0 (metres; as in presets, and as the CLI's --extent) and the
+#: range of the vertical exaggeration
+MIN_REAL_SIZE, MAX_REAL_SIZE = REAL_SIZE_KEY[1:3]
 EXAGGERATION_RANGE = (1e-3, 1e3)
 
 
@@ -62,9 +63,9 @@ class RealScale:
         size in metres (0: automatic) and a vertical exaggeration (> 0); bad values are
         a ParameterError saying what is allowed."""
         real_size, exaggeration = float(real_size), float(exaggeration)
-        if not 0.0 <= real_size <= MAX_REAL_SIZE:  # also NaN
-            raise ParameterError(f"Real Size must be 0 (automatic) or a width in metres up "
-                                 f"to {MAX_REAL_SIZE:g}, got {real_size:g}")
+        if not (real_size == 0.0 or MIN_REAL_SIZE <= real_size <= MAX_REAL_SIZE):  # NaN too
+            raise ParameterError(f"Real Size must be 0 (automatic) or a width in metres from "
+                                 f"{MIN_REAL_SIZE:g} to {MAX_REAL_SIZE:g}, got {real_size:g}")
         lo, hi = EXAGGERATION_RANGE
         if not lo <= exaggeration <= hi:
             raise ParameterError(f"Vertical Exaggeration must be from {lo:g} to {hi:g} "

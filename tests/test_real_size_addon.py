@@ -297,7 +297,7 @@ def test_presets_carry_an_optional_real_size(blender):
     again = parse_preset(tomllib.loads(dump_preset(sized)), "again.toml")
     assert again.real_size == 12000.0
     assert sized.with_overrides({"real_size": 0}).real_size == 0.0
-    for bad in (-1, "5 km", True, 1e12):
+    for bad in (-1, 1e-6, "5 km", True, 1e12):
         with pytest.raises(PresetError, match="'real_size'"):
             parse_preset({"simulation": {"real_size": bad}, "droplets": {}}, "bad.toml")
         with pytest.raises(PresetError, match="'real_size'"):
@@ -327,6 +327,14 @@ def test_bad_values_are_prevented_or_refused_clearly(blender):
         RealScale.of(24, 24, 1.0, 0.0, 0.0)
     with pytest.raises(ParameterError, match="Real Size"):
         RealScale.of(24, 24, 1.0, float("nan"))
+    # below a millimetre (the property allows it: 0 must be typeable): said, not run
+    s.real_size = 0.0005
+    ok, text = te.grid.grid_status(obj)
+    assert not ok and "Real Size must be 0 (automatic) or a width in metres from 0.001" in text
+    before = heights(obj)
+    with pytest.raises(ParameterError, match="Real Size must be"):
+        te.job.ErosionJob(obj)
+    assert np.array_equal(heights(obj), before)
 
 
 def test_batch_real_size_flag(blender, capsys):

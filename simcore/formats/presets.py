@@ -49,7 +49,7 @@ AREA_KEY = ("particles_per_area", 0.0, 0.0, 1e6,
 #: side, 0 = automatic (the Blender add-on's rule, addon/scale.py). Absent (None): the
 #: preset leaves the object's own real size alone. simcore itself runs on the cell size
 #: it is given; the add-on turns the real size into that cell size.
-REAL_SIZE_KEY = ("real_size", 0.0, 1e8,
+REAL_SIZE_KEY = ("real_size", 1e-3, 1e8,
                  "metres across the grid's longer side, 0 = automatic")
 
 
@@ -145,8 +145,8 @@ def _check_area(value: Any, where: str) -> float:
 def _check_real_size(value: Any, where: str) -> float:
     key, lo, hi, doc = REAL_SIZE_KEY
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not lo <= value <= hi:
-        raise PresetError(f"{where}: '{key}' ({doc}) must be a number with {lo:g} <= "
+            or not (value == 0 or lo <= value <= hi):
+        raise PresetError(f"{where}: '{key}' ({doc}) must be 0 or a number with {lo:g} <= "
                           f"{key} <= {hi:g}, got {value!r}")
     return float(value)
 
