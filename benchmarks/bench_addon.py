@@ -87,13 +87,15 @@ def _live_row(te, bpy, n: int, seconds: float, thermal: bool = False) -> dict:
 
 def _grid_mesh(bpy, n: int, cell: float = 1.0):
     """An n x n quad grid built from numpy (primitive_grid_add takes 13 s at 2048²);
-    with ``cell`` other than 1, the generator's uplands on cells of that size."""
+    with ``cell`` other than 1, the generator's uplands on cells of that size. Its Real
+    Size is its own extent: the benchmarks' figures are for cells of ``cell`` metres."""
     from terrain_erosion.export import make_grid_object
     z = np.zeros((n, n))
     if cell != 1.0:  # the generator's uplands (relief 0.12 x the extent)
         from terrain_erosion.simcore.noise import upland_terrain
         z = upland_terrain(n, n, seed=1, cell_size=cell)
     obj = make_grid_object(f"grid{n}", z, cell, cell, 0.0, 0.0)
+    obj.terrain_erosion.real_size = (n - 1) * cell  # 1:1: cells of ``cell`` metres
     bpy.context.view_layer.objects.active = obj
     return obj
 
@@ -128,8 +130,8 @@ def run(quick: bool) -> list[dict]:
             read = _best(lambda o=obj: te.grid.detect_grid(o.data))
             job = te.job.ErosionJob(obj)
             job.outputs = list(te.grid.FLOAT_LAYERS)  # every layer, as with all processes
-            job.writer = te.writeback.Writer(job.grid, job.positions, job.outputs, True,
-                                             False, False, None)
+            job.writer = te.writeback.Writer(job.grid, job.scale, job.positions,
+                                             job.outputs, True, False, False, None)
             job.sim.run_round()
             write = _best(lambda j=job, o=obj: j.write(o))
             row = {"name": f"mesh I/O {n}x{n}", "vertices": n * n,

@@ -156,9 +156,12 @@ def main() -> int:
     s = obj.terrain_erosion
     s.apply_preset(preset)
     work = s.work(n, n, cell)
-    assert work == preset.work(Terrain.from_heights(heights, cell)), "add-on = simcore"
-    print(f"demo: eroding {n}x{n} grid with preset '{preset.name}' ({work} particles)",
-          flush=True)
+    scale = s.real_scale(n, n, cell)  # a grid under 1 km across is treated as 5 km
+    world = Terrain.from_heights(heights / scale.height_unit, scale.world_cell,
+                                 world_units=False)
+    assert work == preset.work(world), "add-on = simcore"
+    print(f"demo: eroding {n}x{n} grid with preset '{preset.name}' ({work} particles; "
+          f"{scale.describe()})", flush=True)
     t0 = time.perf_counter()
     result = bpy.ops.terrain.erode()
     print(f"demo: Erode -> {result} in {time.perf_counter() - t0:.1f} s", flush=True)
