@@ -113,10 +113,10 @@ class RealScale:
         local units."""
         return metres / self.s
 
-    def describe(self, what: str = "grid") -> str:
+    def describe(self) -> str:
         """E.g. "this 2.0 m grid is treated as 5.0 km (automatic: set Real Size to
         change)"."""
-        text = (f"this {format_length(self.local_extent)} {what} is treated as "
+        text = (f"this {format_length(self.local_extent)} grid is treated as "
                 f"{format_length(self.real_size)}")
         if self.exaggeration != 1.0:
             text += f", heights exaggerated x{self.exaggeration:.4g}"
