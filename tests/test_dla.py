@@ -144,6 +144,33 @@ def test_equator_meridian_edges_and_center_bias():
     assert radius_of_gyration(central) < 0.85 * radius_of_gyration(free)  # 19 vs 26
 
 
+def _grow_left_biased(lost_per_particle: int) -> tuple[int, int, int]:
+    """(particles, walkers, lost) of a 600-particle cluster on 64^2 from the middle
+    cell with a left bias of 0.3: about 3 walkers are lost per particle."""
+    shape = (64, 64)
+    occ, ys, xs = dla._seed_cluster(dla.start_mask(shape))
+    target = 600
+    px, py = np.empty(target, np.int32), np.empty(target, np.int32)
+    parent = np.full(target, -1, np.int32)
+    px[:1], py[:1] = xs, ys
+    bd, near = dla.distance_maps(occ)
+    walk = dla._walk("left", 0.3, 0.7, "anywhere", shape)
+    n, walkers, lost, _ = dla.grow(occ, px, py, parent, 1, target, bd, near, walk, 3, 7,
+                                   np.array([ys.mean(), xs.mean()]), 0.0, lost_per_particle)
+    return n, walkers, lost
+
+
+def test_growth_gives_up_after_so_many_lost_walkers_per_particle():
+    """The give-up rule bounds the work when walkers keep getting lost but not 200 in a
+    row (each lost walker costs the longest walk); by default a biased walk that loses
+    a few walkers per particle still grows its whole cluster. (The old budget counted
+    steps, and a biased jump overwrote its counter, so it never stopped anything.)"""
+    n, walkers, lost = _grow_left_biased(dla.LOST_PER_PARTICLE)
+    assert n == 600 and lost > 2 * 599
+    n, walkers, lost = _grow_left_biased(1)
+    assert n < 600 and lost == 599 + 200, "stops at 1 lost walker per wanted particle"
+
+
 def test_start_from_points_walls_and_mask():
     shape = (40, 50)
     pts = dla.start_mask(shape, "points", points=np.array([[5, 5], [30, 40]]))

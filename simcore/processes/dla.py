@@ -51,6 +51,9 @@ STREAM_ID = 7  # RNG stream family of the DLA walkers
 BLOCK = 8  # cells per side of a block of the block-distance map
 BLOCK_REACH = 16  # blocks: how far the block-distance map looks
 NEAR_REACH = 12  # cells: how far the cell-distance map looks
+#: growth gives up after this many lost walkers per wanted particle (plus 200): a left
+#: bias at 0.9 launched on a ring loses 18 per particle and still grows its cluster
+LOST_PER_PARTICLE = 50
 _EMPTY = -1
 
 
@@ -200,10 +203,94 @@ def _gauss_pair(state):
 
 
 @njit(cache=True)
-def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, ring):
+def _launch(state, walk, rows, cols, centre, ring):
+    """A new walker's cell: on a ring just outside the cluster (``walk.launch`` 1;
+    clamped onto the grid) or anywhere. Returns (state, row, col)."""
+    if walk.launch == 1:
+        state, u = next_uniform(state)
+        rad = ring + 5.0
+        r = int(round(centre[0] + rad * math.sin(2 * math.pi * u)))
+        c = int(round(centre[1] + rad * math.cos(2 * math.pi * u)))
+        return state, min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)
+    state, u = next_uniform(state)
+    state, v = next_uniform(state)
+    return state, min(int(u * rows), rows - 1), min(int(v * cols), cols - 1)
+
+
+@njit(cache=True)
+def _touching(occ, r, c):
+    """How many of the 8 cells around (r, c) hold a particle."""
+    rows, cols = occ.shape
+    count = 0
+    for dr in range(-1, 2):
+        for dc in range(-1, 2):
+            rr = r + dr
+            cc = c + dc
+            if (dr or dc) and 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] >= 0:
+                count += 1
+    return count
+
+
+@njit(cache=True)
+def _attach(state, occ, px, py, parent, n, r, c, count, bd, near):
+    """Particle ``n`` sticks at (r, c), its parent one of the ``count`` particles
+    around it, picked at random; the distance maps learn of it. Returns the state."""
+    rows, cols = occ.shape
+    state, u = next_uniform(state)
+    pick = min(int(u * count), count - 1)
+    for dr in range(-1, 2):
+        for dc in range(-1, 2):
+            rr = r + dr
+            cc = c + dc
+            if (dr or dc) and 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] >= 0:
+                if pick == 0:
+                    parent[n] = occ[rr, cc]
+                pick -= 1
+    occ[r, c] = n
+    px[n] = c
+    py[n] = r
+    if bd[r // BLOCK, c // BLOCK] != 0:
+        _stamp(bd, r // BLOCK, c // BLOCK, np.int64(BLOCK_REACH))
+    _stamp(near, r, c, np.int64(NEAR_REACH))
+    return state
+
+
+@njit(cache=True)
+def _jump(state, walk, r, c, rows, cols, reach):
+    """Away from the cluster, one jump out of the empty disc of radius ``reach``
+    around (r, c): uniform on its rim without bias (where a walk leaves a disc), else
+    a Gaussian of as many lattice steps plus their drift. Returns (state, row, col)."""
+    vr, vc = _bias_vector(walk.bias, r, c, rows, cols)
+    if walk.strength > 0.0 and abs(vr) + abs(vc) > 0.0:
+        sigma = reach / 3.0
+        walked = 2.0 * sigma * sigma  # lattice steps whose spread is sigma
+        drift = walked * walk.strength
+        if drift > reach / 3.0:
+            walked = reach / (3.0 * walk.strength)
+            sigma = math.sqrt(0.5 * walked)
+            drift = reach / 3.0
+        state, gr, gc = _gauss_pair(state)
+        jr = sigma * gr + drift * vr
+        jc = sigma * gc + drift * vc
+        length = math.hypot(jr, jc)
+        if length > reach:
+            jr *= reach / length
+            jc *= reach / length
+    else:
+        state, u = next_uniform(state)
+        jr = reach * math.sin(2.0 * math.pi * u)
+        jc = reach * math.cos(2.0 * math.pi * u)
+    return (state, min(max(int(round(r + jr)), 0), rows - 1),
+            min(max(int(round(c + jc)), 0), cols - 1))
+
+
+@njit(cache=True)
+def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, ring,
+         lost_per_particle=LOST_PER_PARTICLE):
     """Add walkers until ``n == target`` particles, or until walkers keep getting lost
-    (200 in a row, or 5000 steps per wanted particle in all: e.g. a bias that drives
-    them away from the only starting cells).
+    (200 in a row, or ``lost_per_particle`` per wanted particle in all: e.g. a bias
+    that drives them away from the only starting cells). A lost walker costs
+    ``walk.max_steps`` moves, so this bounds the work.
 
     ``occ`` (rows, cols) int32 holds the particle index per cell (-1 empty); ``px``,
     ``py``, ``parent`` hold column, row and parent index per particle; ``bd`` is the
@@ -216,24 +303,11 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
     walker = 0
     lost = 0
     lost_in_a_row = 0
-    budget = 5_000.0 * (target - n) + 1e6  # total steps before giving up
-    steps = 0
-    while n < target and lost_in_a_row < 200 and steps < budget:
+    give_up = lost_per_particle * (target - n) + 200  # walkers lost in all
+    while n < target and lost_in_a_row < 200 and lost < give_up:
         state = stream_state(s64, st64, np.uint64(walker))
         walker += 1
-        # launch
-        if walk.launch == 1:
-            state, u = next_uniform(state)
-            rad = ring + 5.0
-            r = int(round(centre[0] + rad * math.sin(2 * math.pi * u)))
-            c = int(round(centre[1] + rad * math.cos(2 * math.pi * u)))
-            r = min(max(r, 0), rows - 1)
-            c = min(max(c, 0), cols - 1)
-        else:
-            state, u = next_uniform(state)
-            state, v = next_uniform(state)
-            r = min(int(u * rows), rows - 1)
-            c = min(int(v * cols), cols - 1)
+        state, r, c = _launch(state, walk, rows, cols, centre, ring)
         if occ[r, c] >= 0:
             # on the cluster (a ring outside the grid is clamped onto its edge): try
             # one cell anywhere, else count the walker as lost
@@ -244,89 +318,37 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
             if occ[r, c] >= 0:
                 lost += 1
                 lost_in_a_row += 1
-                steps += 1
                 continue
         stuck = False
         taken = 0
         while taken < walk.max_steps:
             taken += 1
-            # next to the cluster?
-            count = 0
-            for dr in range(-1, 2):
-                for dc in range(-1, 2):
-                    rr = r + dr
-                    cc = c + dc
-                    if (dr or dc) and 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] >= 0:
-                        count += 1
+            count = _touching(occ, r, c)
             if count > 0:
                 stick = True
                 if walk.stickiness < 1.0:
                     state, u = next_uniform(state)
                     stick = u < walk.stickiness
                 if stick:
-                    state, u = next_uniform(state)
-                    pick = min(int(u * count), count - 1)
-                    for dr in range(-1, 2):
-                        for dc in range(-1, 2):
-                            rr = r + dr
-                            cc = c + dc
-                            if ((dr or dc) and 0 <= rr < rows and 0 <= cc < cols
-                                    and occ[rr, cc] >= 0):
-                                if pick == 0:
-                                    parent[n] = occ[rr, cc]
-                                pick -= 1
-                    occ[r, c] = n
-                    px[n] = c
-                    py[n] = r
+                    state = _attach(state, occ, px, py, parent, n, r, c, count, bd, near)
                     n += 1
-                    if bd[r // BLOCK, c // BLOCK] != 0:
-                        _stamp(bd, r // BLOCK, c // BLOCK, np.int64(BLOCK_REACH))
-                    _stamp(near, r, c, np.int64(NEAR_REACH))
-                    dist = math.hypot(r - centre[0], c - centre[1])
-                    if dist > ring:
-                        ring = dist
+                    ring = max(ring, math.hypot(r - centre[0], c - centre[1]))
                     stuck = True
                     break
-            if walk.launch == 1:
-                far = math.hypot(r - centre[0], c - centre[1])
-                if far > 2.0 * ring + 20.0:
-                    # wandered off: back onto the launch ring (classic DLA practice)
-                    state, u = next_uniform(state)
-                    rad = ring + 5.0
-                    r = min(max(int(round(centre[0] + rad * math.sin(2 * math.pi * u))), 0),
-                            rows - 1)
-                    c = min(max(int(round(centre[1] + rad * math.cos(2 * math.pi * u))), 0),
-                            cols - 1)
-                    continue
+            if walk.launch == 1 and math.hypot(r - centre[0], c - centre[1]) > 2.0 * ring + 20.0:
+                # wandered off: back onto the launch ring (classic DLA practice)
+                state, u = next_uniform(state)
+                rad = ring + 5.0
+                r = min(max(int(round(centre[0] + rad * math.sin(2 * math.pi * u))), 0),
+                        rows - 1)
+                c = min(max(int(round(centre[1] + rad * math.cos(2 * math.pi * u))), 0),
+                        cols - 1)
+                continue
             reach = near[r, c] - 3.0
             if near[r, c] >= NEAR_REACH:
                 reach = max(reach, (bd[r // BLOCK, c // BLOCK] - 1) * BLOCK - 1.0)
             if reach >= 2.0:
-                # away from the cluster: one jump out of the empty disc around the
-                # walker; uniform on its rim without bias (where a walk leaves a
-                # disc), else a Gaussian of as many steps plus their drift
-                vr, vc = _bias_vector(walk.bias, r, c, rows, cols)
-                if walk.strength > 0.0 and abs(vr) + abs(vc) > 0.0:
-                    sigma = reach / 3.0
-                    steps = 2.0 * sigma * sigma
-                    drift = steps * walk.strength
-                    if drift > reach / 3.0:
-                        steps = reach / (3.0 * walk.strength)
-                        sigma = math.sqrt(0.5 * steps)
-                        drift = reach / 3.0
-                    state, gr, gc = _gauss_pair(state)
-                    jr = sigma * gr + drift * vr
-                    jc = sigma * gc + drift * vc
-                    length = math.hypot(jr, jc)
-                    if length > reach:
-                        jr *= reach / length
-                        jc *= reach / length
-                else:
-                    state, u = next_uniform(state)
-                    jr = reach * math.sin(2.0 * math.pi * u)
-                    jc = reach * math.cos(2.0 * math.pi * u)
-                r = min(max(int(round(r + jr)), 0), rows - 1)
-                c = min(max(int(round(c + jc)), 0), cols - 1)
+                state, r, c = _jump(state, walk, r, c, rows, cols, reach)
                 continue
             state, dr, dc = _step(state, walk.bias, walk.strength, r, c, rows, cols)
             rr = r + dr
@@ -334,7 +356,6 @@ def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, r
             if 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] < 0:
                 r = rr
                 c = cc
-        steps += taken
         if stuck:
             lost_in_a_row = 0
         else:
