@@ -130,17 +130,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
 EXTENT_RANGE = (1e-3, 1e8)
 
 
-def _real_scale(args: argparse.Namespace, shape: tuple[int, int], cell: float) -> float:
-    """World units per unit of a .npy map (heights and cells alike): ``--extent`` over
-    the map's own extent (``(longer side - 1) x --cell-size``), else 1."""
-    if args.extent is None:
+def _real_scale(args: argparse.Namespace, preset, shape: tuple[int, int],
+                cell: float) -> float:
+    """World units per unit of a .npy map (heights and cells alike): ``--extent`` (else
+    the preset's ``real_size`` when it gives one, as in Blender) over the map's own
+    extent (``(longer side - 1) x --cell-size``), else 1."""
+    extent = args.extent
+    if extent is None and getattr(preset, "real_size", None):
+        extent = preset.real_size
+    if extent is None:
         return 1.0
     lo, hi = EXTENT_RANGE
-    if not lo <= args.extent <= hi:  # also refuses NaN
+    if not lo <= extent <= hi:  # also refuses NaN
         raise CliError(f"--extent must be a positive number of world units from {lo:g} to "
                        f"{hi:g} (the map's longer side, e.g. 5000 for 5 km), got "
-                       f"{args.extent!r}")
-    scale = args.extent / ((max(shape) - 1) * cell)
+                       f"{extent!r}")
+    scale = extent / ((max(shape) - 1) * cell)
     _cell_size(cell * scale)  # the world cell it gives must be usable too
     return scale
 
@@ -176,7 +181,7 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
         cell = _cell_size(args.cell_size)
         vertical = _vertical(args)
         heights = load_heights(args.input)
-        scale = _real_scale(args, heights.shape, cell)
+        scale = _real_scale(args, preset, heights.shape, cell)
         if scale != 1.0 or vertical != 1.0:
             heights = heights * (scale / vertical)
             cell *= scale
@@ -315,8 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--extent", type=float, metavar="WORLD",
                    help="the world size a .npy map stands for along its longer side "
                    "(e.g. 5000: 5 km); its heights and cells scale alike, and a .npy "
-                   "output is written back in the input's units (default: the map's "
-                   "units are world units)")
+                   "output is written back in the input's units (default: the preset's "
+                   "real_size if it sets one, else the map's units are world units)")
     e.add_argument("--vertical-exaggeration", type=float, default=1.0, metavar="X",
                    help="how much a .npy map's heights are exaggerated (1: true); the "
                    "simulation sees them divided by X, a .npy output multiplied back")

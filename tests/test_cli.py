@@ -215,6 +215,26 @@ def test_extent_erodes_a_map_in_other_units_as_the_world_it_stands_for(tmp_path)
                        rtol=0, atol=1e-9 * np.ptp(before))
 
 
+def test_a_presets_real_size_is_the_extent_of_a_npy_map(tmp_path):
+    """A preset that sets real_size (as saved from Blender) erodes a .npy map at that
+    size, exactly as --extent does; --extent wins over it."""
+    small = tmp_path / "small.npy"
+    assert main(["generate", "--size", "24", "--seed", "3", "--cell-size", "0.05",
+                 "--output", str(small)]) == 0
+    common = ["--input", str(small), "--cell-size", "0.05", "--particles", "2000",
+              "--quiet"]
+    assert main(["erode", "--set", "real_size=2000", "--output",
+                 str(tmp_path / "preset.npy"), *common]) == 0
+    assert main(["erode", "--extent", "2000", "--output", str(tmp_path / "flag.npy"),
+                 *common]) == 0
+    assert main(["erode", "--set", "real_size=9000", "--extent", "2000", "--output",
+                 str(tmp_path / "both.npy"), *common]) == 0
+    flag = np.load(tmp_path / "flag.npy")
+    assert np.array_equal(np.load(tmp_path / "preset.npy"), flag)
+    assert np.array_equal(np.load(tmp_path / "both.npy"), flag)
+    assert not np.array_equal(flag, np.load(small))
+
+
 def test_extent_cannot_rescale_a_saved_state(tmp_path, capsys):
     h = tmp_path / "h.npy"
     assert main(["generate", "--size", "16", "--output", str(h)]) == 0
