@@ -7,6 +7,14 @@ surface) in a cache folder next to the .blend (``//terrain_cache/<object>``, sto
 a relative path, per object), with ``cache.json`` describing it. All files are written
 with :func:`atomic_write`.
 
+A bake is all or nothing: it writes into a staging folder inside the cache folder and
+swaps the new set in only when it is complete (addon/staging.py), so a failure leaves
+the previous bake, the mesh and the object's settings as they were. It writes only into
+an empty folder or the folder of an earlier bake, and deletes only the files its
+manifest lists: a manifest is ours when it carries ``format`` = CACHE_FORMAT and
+``generator``, or (written before those keys) has exactly the old keys and lists
+exactly ``frame_NNNNNN.npz`` for every frame of its range.
+
 A persistent ``frame_change_post`` handler writes the frame's snapshot into the mesh;
 the edit tags the depsgraph, so the viewport, F12 renders and animation renders
 (``blender -b file -a``; tested through ``render.render(animation=True)``) show it.
@@ -17,9 +25,11 @@ background mode), never an exception.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import re
 import sys
 import zipfile
 from collections import OrderedDict
@@ -31,6 +41,7 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import grid as gridio
+from . import staging
 from .job import ErosionJob
 from .simcore.errors import OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
@@ -292,14 +303,122 @@ def _ensure(me, name, data_type):
 
 # ------------------------------------------------------------------ bake / free
 
-def _remove_cache_files(folder: Path) -> None:
-    """Remove only our files (frames and manifest), then the folder if empty."""
+#: what marks a manifest as ours (with ``generator``); the bake deletes or replaces only
+#: files a manifest of ours lists
+CACHE_FORMAT = "terrain_erosion.bake_cache"
+GENERATOR = "Terrain Erosion"
+#: the keys of a manifest written before CACHE_FORMAT existed (schema 1): such a cache is
+#: ours only if it has exactly these keys and its files are exactly frame_file(frame)
+#: for every frame of its range
+_OLD_KEYS = frozenset({"schema", "object", "vertices", "frame_start", "frame_end",
+                       "particles_per_frame", "particles_per_round", "seed", "bytes",
+                       "compressed", "files"})
+#: a temporary file atomic_write leaves for a moment next to one of our files
+_OUR_TEMP = re.compile(r"\.(cache\.json|frame_\d{6}\.npz)\.te-\d+-\d+-\d+\.tmp")
+
+
+def manifest_files(data: object) -> list[str] | None:
+    """The frame files a manifest says it wrote, or None when it is not one of ours
+    (another program's cache.json, a damaged one, names that are not our frames)."""
+    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
+        return None
+    files = data.get("files")
+    if not isinstance(files, dict):
+        return None
+    try:
+        ours = all(name == frame_file(int(frame)) for frame, name in files.items())
+    except (TypeError, ValueError):
+        return None
+    if not ours:
+        return None
+    if data.get("format") == CACHE_FORMAT and data.get("generator") == GENERATOR:
+        return list(files.values())
+    try:  # written before the format key: only exactly our old layout
+        frames = range(int(data["frame_start"]), int(data["frame_end"]) + 1)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if set(data) != _OLD_KEYS or files != {str(f): frame_file(f) for f in frames}:
+        return None
+    return list(files.values())
+
+
+def _refuse(folder: Path, why: str) -> BakeError:
+    return BakeError(f"the Cache Folder {folder} {why}: Bake writes only into an empty "
+                     "folder or the folder of an earlier bake, and deletes only what it "
+                     "wrote. Pick an empty folder or the folder of an earlier bake (an "
+                     "empty Cache Folder means //terrain_cache/<object>)")
+
+
+def cache_files(folder: Path, strict: bool = True) -> list[str]:
+    """Our files in ``folder`` (the manifest first, then the frames it lists that
+    exist): what a re-bake replaces and Free Cache deletes. Empty for a missing or
+    empty folder. With ``strict`` (a bake), BakeError when the folder holds anything we
+    did not write or is the .blend's own folder; without (Free Cache), other files are
+    left alone."""
+    blend = Path(bpy.data.filepath).parent if bpy.data.filepath else None
+    if strict and blend is not None and folder.resolve() == blend.resolve():
+        raise _refuse(folder, "is the .blend's own folder")
+    if not folder.exists():
+        return []
     if not folder.is_dir():
-        return
-    for item in folder.iterdir():
-        if item.name == MANIFEST or (item.name.startswith("frame_")
-                                     and item.name.endswith(".npz")):
-            item.unlink()
+        raise _refuse(folder, "is a file, not a folder")
+    try:
+        names = {e.name for e in os.scandir(folder)
+                 if not (staging.is_transaction_folder(e.name) or _OUR_TEMP.fullmatch(e.name))}
+    except OSError as exc:
+        raise BakeError(f"cannot read the Cache Folder {folder}: {exc}") from None
+    if not names:
+        return []
+    listed = None
+    if MANIFEST in names:
+        try:
+            listed = manifest_files(json.loads((folder / MANIFEST).read_text("utf-8")))
+        except (OSError, ValueError):
+            listed = None
+    if listed is None:
+        if not strict:
+            return []
+        why = ("holds a cache.json Terrain Erosion did not write" if MANIFEST in names
+               else f"holds files Terrain Erosion did not write ({_some(names)})")
+        raise _refuse(folder, why)
+    others = names - set(listed) - {MANIFEST}
+    if others and strict:
+        raise _refuse(folder, f"holds files its bake did not write ({_some(others)})")
+    return [MANIFEST, *(name for name in listed if name in names)]
+
+
+def _some(names: set[str], most: int = 3) -> str:
+    shown = sorted(names)[:most]
+    return ", ".join(shown) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _make_folder(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing parents; returns those made (innermost first),
+    so a failed bake can remove them again."""
+    made = []
+    p = folder
+    while not p.exists() and p != p.parent:
+        made.append(p)
+        p = p.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"cannot make the cache folder {folder}: {exc}") from None
+    return made
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for d in folders:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def _remove_cache_files(folder: Path) -> None:
+    """Remove only our files (those our manifest lists, and the manifest), then the
+    folder and an empty ``terrain_cache`` parent if nothing else is left."""
+    staging.sweep(folder)
+    for name in cache_files(folder, strict=False):  # the manifest first
+        (folder / name).unlink(missing_ok=True)
     for d in (folder, folder.parent):
         if d.name and d.is_dir() and not any(d.iterdir()):
             d.rmdir()
@@ -307,10 +426,38 @@ def _remove_cache_files(folder: Path) -> None:
             break
 
 
+#: what a bake changes on the object besides the mesh (put back when it fails)
+_BOOKKEEPING = ("rounds_done", "state_seed", "state_seed_text", "provenance")
+
+
+def _object_record(obj: bpy.types.Object) -> tuple:
+    s = obj.terrain_erosion
+    return (tuple(getattr(s, key) for key in _BOOKKEEPING),
+            obj.get("terrain_erosion_provenance"), obj.terrain_bake.cache_dir)
+
+
+def _restore_record(obj: bpy.types.Object, record: tuple) -> None:
+    values, provenance, cache_dir = record
+    s = obj.terrain_erosion
+    for key, value in zip(_BOOKKEEPING, values):
+        setattr(s, key, value)
+    if provenance is None:
+        obj.pop("terrain_erosion_provenance", None)
+    else:
+        obj["terrain_erosion_provenance"] = provenance
+    obj.terrain_bake.cache_dir = cache_dir
+
+
 def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int,
          report=None) -> dict:
     """Run the object's simulation over the frames and cache every frame; returns
-    the manifest. The mesh ends at the last frame (one erosion run, kept)."""
+    the manifest. The mesh ends at the last frame (one erosion run, kept).
+
+    All or nothing: the frames and the manifest are written into a staging folder in
+    the cache folder and swapped in when all are written (addon/staging.py). If anything
+    fails -- a full disk at any file, an exception mid-way -- the previous cache, the
+    mesh (and its trees and water objects), Baked and the object's run bookkeeping stay
+    as they were. The cache folder must be empty or hold our earlier bake only."""
     if frame_end < frame_start:
         raise BakeError(f"the frame range {frame_start}..{frame_end} is empty: End must "
                         "be at least Start")
@@ -321,20 +468,36 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
     # checks the object, the settings and the memory before anything changes
     job = ErosionJob(obj, per_frame * (frames - 1))
     b = obj.terrain_bake
-    if not b.cache_dir:
-        b.cache_dir = default_cache_dir(obj)
-    folder = cache_path(obj)
+    record = _object_record(obj)
+    folder = cache_path(obj)  # Cache Folder, else //terrain_cache/<object>
+    previous = cache_files(folder)  # refuses a folder that is not ours
+    made = _make_folder(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputPathError(f"cannot make the cache folder {folder}: {exc}") from None
-    check_output(folder / MANIFEST, frames * n * 4 * 8)
-    _remove_cache_files(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+        check_output(folder / MANIFEST, frames * n * 4 * 8)
+        with staging.Staging(folder) as stage:
+            if not b.cache_dir:
+                b.cache_dir = default_cache_dir(obj)
+            manifest = _bake_frames(obj, job, stage.path, frame_start, frames, per_frame,
+                                    report)
+            job.finish()
+            stage.commit([*manifest["files"].values(), MANIFEST], previous)
+    except BaseException:
+        _roll_back(obj, job, record)
+        _remove_empty(made)
+        raise
     _state.clear()
-    b.baked = False
-    sizes = []
+    b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
+    _state.messages.pop(obj.name, None)
+    return manifest
+
+
+def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_frame: int,
+                 report) -> dict:
+    """Run and write every frame and the manifest into ``folder`` (the staging
+    folder); the mesh ends at the last frame."""
+    b = obj.terrain_bake
     sim = job.sim
+    sizes = []
     job.write(job.object(vertices=True))
     files = {}
     for i in range(frames):
@@ -348,20 +511,30 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
         files[str(frame)] = frame_file(frame)
         if report is not None:
             report(i + 1, frames)
-    job.finish()
-    manifest = {"schema": CACHE_SCHEMA, "object": obj.name, "vertices": n,
-                "frame_start": frame_start, "frame_end": frame_end,
+    manifest = {"schema": CACHE_SCHEMA, "format": CACHE_FORMAT, "generator": GENERATOR,
+                "object": obj.name, "vertices": len(obj.data.vertices),
+                "frame_start": frame_start, "frame_end": frame_start + frames - 1,
                 "particles_per_frame": per_frame, "particles_per_round": sim.per_round,
                 "seed": sim.seed, "bytes": sum(sizes), "compressed": bool(b.compress),
                 "files": files}
     text = json.dumps(manifest, indent=1)
     atomic_write(folder / MANIFEST, lambda f: f.write(text.encode("utf-8")))
-    b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
-    _state.messages.pop(obj.name, None)
     return manifest
 
 
+def _roll_back(obj: bpy.types.Object, job: ErosionJob, record: tuple) -> None:
+    """A failed bake: the mesh, its trees and water objects and the object's
+    bookkeeping back as before (never raises: the bake's own error is what counts)."""
+    with contextlib.suppress(Exception):
+        job.cancel()
+    with contextlib.suppress(Exception):
+        current = job.find_object()
+        if current is not None:
+            _restore_record(current, record)
+
+
 def free_cache(obj: bpy.types.Object) -> None:
+    """Delete the files of the object's bake (only those its manifest lists)."""
     b = obj.terrain_bake
     try:
         _remove_cache_files(cache_path(obj))
@@ -459,7 +632,9 @@ class TERRAIN_OT_bake(bpy.types.Operator):
 
     bl_idname = "terrain.bake"
     bl_label = "Bake"
-    bl_options = {'REGISTER'}
+    #: one undo step (pushed when it finishes; a failed bake pushes none and has put
+    #: everything back itself). No 'REGISTER': the redo panel would bake again
+    bl_options = {'UNDO'}
 
     @classmethod
     def poll(cls, context):
