@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     output path of --save/--save-as. ``--particles 0`` does no erosion (the settings
     are still applied and saved).
     """
-    from .simcore.cli import CliError, parse_set
+    from .simcore.cli import CliError, overrides
 
     try:
         args = _parser().parse_args(argv)
@@ -75,15 +75,10 @@ def main(argv: list[str]) -> int:
         settings = obj.terrain_erosion
         base = find_preset(args.preset) if args.preset else settings.to_preset(
             settings.preset)
-        overrides = parse_set(args.set)
-        if args.seed is not None:
-            overrides["seed"] = args.seed
-        if args.particles is not None:
-            overrides["particles"] = args.particles
         if args.real_size is not None:
             RealScale.of(3, 3, 1.0, args.real_size)  # a clear message for a bad value
-            overrides["real_size"] = args.real_size
-        preset = base.with_overrides(overrides)  # validated: nothing changed on error
+        preset = base.with_overrides(overrides(  # validated: nothing changed on error
+            args.set, seed=args.seed, particles=args.particles, real_size=args.real_size))
         # rain per area (preset or object settings) sizes the run to this grid, unless
         # --particles / --set particles=N gave an explicit total (with_overrides then
         # switched it off, as in the CLI)

@@ -9,6 +9,7 @@ import bpy
 from . import warmup
 from .grid import COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
 from .overlay import compass
+from .simcore.params import is_legacy
 from .simcore.simulation import PROCESSES
 from .ui import ErosionSubPanel, ErosionTab, wrap_label
 
@@ -101,6 +102,13 @@ def _with_unit(group, field: dataclasses.Field) -> str:
     return f"{label} ({unit})"
 
 
+def shown_fields(group, fields) -> list[dataclasses.Field]:
+    """The parameters a process panel shows: all but the legacy ones at their default
+    (a legacy value an old file set still counts, so it is shown, marked legacy)."""
+    return [f for f in fields
+            if not (is_legacy(f) and getattr(group, f.name) == f.default)]
+
+
 def _process_panel(name: str) -> type[bpy.types.Panel]:
     proc = PROCESSES[name]
     fields = dataclasses.fields(proc.params_type)
@@ -115,8 +123,9 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
         layout.use_property_split = True
         layout.active = group.enabled
         col = layout.column(align=True)
-        for field in fields:
-            col.prop(group, field.name, text=_with_unit(group, field))
+        for field in shown_fields(group, fields):
+            label = _with_unit(group, field)
+            col.prop(group, field.name, text=f"{label} (legacy)" if is_legacy(field) else label)
         settings = context.active_object.terrain_erosion
         if name == "trees":
             box = layout.box()

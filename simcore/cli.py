@@ -64,6 +64,15 @@ def parse_set(items: list[str]) -> dict[str, object]:
     return out
 
 
+def overrides(items: list[str] | None, **flags: object) -> dict[str, object]:
+    """The overrides of a command line: its ``--set KEY=VALUE`` items, then the flags
+    that are shorthands for simulation keys (``seed``, ``particles``, ``real_size``;
+    None: not given), which win. Used by this CLI and the add-on's batch command."""
+    out = parse_set(items or [])
+    out.update({key: value for key, value in flags.items() if value is not None})
+    return out
+
+
 def _check_output(path: str, allowed: tuple[str, ...], estimate: int = 0) -> Path:
     """Refuse a bad --output before any work: suffix, folder, writable, free space."""
     try:
@@ -203,12 +212,8 @@ def cmd_erode(args: argparse.Namespace) -> int:
     if args.cell_size is not None:
         _cell_size(args.cell_size)
     preset = find_preset(args.preset)
-    overrides = parse_set(args.set or [])
-    if args.seed is not None:
-        overrides["seed"] = args.seed
-    if args.particles is not None:
-        overrides["particles"] = args.particles
-    preset = preset.with_overrides(overrides)
+    preset = preset.with_overrides(overrides(args.set, seed=args.seed,
+                                             particles=args.particles))
     terrain, rounds_done, back = _load_input(args, preset)
     rows, cols = terrain.shape
     if rows * cols > MAX_CELLS:

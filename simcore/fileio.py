@@ -332,10 +332,3 @@ def check_memory(need_bytes: int, what: str) -> None:
         raise ResourceError(f"{what} needs about {_mb(need_bytes)} of memory but only "
                             f"{_mb(have)} is available; use a smaller grid or close other "
                             "programs")
-
-
-def read_error(exc: OSError, path: object) -> str:
-    """Message for an OSError while reading ``path``."""
-    return describe_os_error(exc, path, "read")
-
-

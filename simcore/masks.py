@@ -15,9 +15,6 @@ import numpy as np
 from .errors import UserError
 from .shore import distance_to_sites
 
-#: mask name -> terrain input map it fills
-MASK_FIELDS = ("rain", "erodibility", "protect", "tree_seeding")
-
 
 class MaskError(UserError):
     """A mask cannot be used (wrong shape, empty where it must not be)."""

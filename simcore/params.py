@@ -19,13 +19,22 @@ class ParameterError(UserError):
 
 
 def param(default: Any, lo: float | None = None, hi: float | None = None,
-          unit: str = "", doc: str = "", soft_hi: float | None = None) -> Any:
+          unit: str = "", doc: str = "", soft_hi: float | None = None,
+          legacy: bool = False) -> Any:
     """A dataclass field with its allowed range ``[lo, hi]`` (inclusive), unit and doc.
 
     ``soft_hi`` is the upper end a UI slider should offer; ``hi`` is the hard limit.
+    ``legacy``: kept so that older presets and files load (validated like any other);
+    a UI shows it only where it is not at its default, i.e. where an old file set it.
     """
-    meta = {"lo": lo, "hi": hi, "unit": unit, "doc": doc, "soft_hi": soft_hi}
+    meta = {"lo": lo, "hi": hi, "unit": unit, "doc": doc, "soft_hi": soft_hi,
+            "legacy": legacy}
     return dataclasses.field(default=default, metadata=meta)
+
+
+def is_legacy(f: dataclasses.Field) -> bool:
+    """Whether ``f`` is a legacy parameter (see :func:`param`)."""
+    return bool(f.metadata.get("legacy"))
 
 
 def describe_range(f: dataclasses.Field) -> str:

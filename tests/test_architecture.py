@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 from simcore.fields import CORE_FIELDS, KINDS
 from simcore.formats.states import load_state, read_npz_arrays, save_state
-from simcore.params import Params
+from simcore.params import Params, is_legacy
 from simcore.process import Process
 from simcore.processes import FIELDS, PROCESSES
 from simcore.simulation import Simulation, process_params
@@ -38,6 +38,21 @@ def test_every_process_describes_itself_consistently():
         for f in p.fields:  # an array it makes, or an input map it reads
             assert f.name in p.writes or (f.input and f.name in p.reads), \
                 f"{p.name} declares '{f.name}' but never writes it"
+
+
+def test_legacy_parameters_are_marked_in_one_way():
+    """A parameter kept only so that old presets and files load says so in its doc and
+    carries the legacy mark (the add-on then shows it only where an old file set it);
+    none else does."""
+    legacy = {(name, f.name) for name, p in PROCESSES.items()
+              for f in dataclasses.fields(p.params_type) if is_legacy(f)}
+    documented = {(name, f.name) for name, p in PROCESSES.items()
+                  for f in dataclasses.fields(p.params_type)
+                  if f.metadata["doc"].startswith("legacy")}
+    assert legacy == documented
+    assert legacy == {("hydrology", "volume_factor"), ("hydrology", "max_tries"),
+                      ("hydrology", "sea_level"), ("trees", "spread_radius"),
+                      ("trees", "root_radius")}
 
 
 def test_terrain_arrays_come_from_the_descriptors():

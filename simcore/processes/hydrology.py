@@ -165,7 +165,8 @@ class HydrologyParams(Params):
     volume_factor: float = param(0.0, 0.0, 1e4, "volume/cell",
                                  "legacy (files from before world units): when > 0, a "
                                  "particle holds 1/volume_factor cell³ and rain_volume is "
-                                 "ignored; 0 = use rain_volume", soft_hi=1000.0)
+                                 "ignored; 0 = use rain_volume", soft_hi=1000.0,
+                                 legacy=True)
     drainage: float = param(0.001, 0.0, 1.0, "-",
                             "how fast a draining pool sinks toward its drain, per particle")
     spill: int = param(20, 1, 100, "times", "descend-flood cycles a particle may do (the "
@@ -175,7 +176,8 @@ class HydrologyParams(Params):
     drain_sediment: float = param(0.1, 0.0, 1.0, "-",
                                   "fraction of its sediment a draining particle keeps")
     max_tries: int = param(10, 1, 100, "tries", "legacy, unused: the flood finds its "
-                           "level in one pass (kept so older presets and files load)")
+                           "level in one pass (kept so older presets and files load)",
+                           legacy=True)
     max_steps: int = param(20000, 1, 10_000_000, "steps",
                            "safety cap on the steps of one descent (defaults end by "
                            "evaporation within ~4800)", soft_hi=100000)
@@ -188,7 +190,7 @@ class HydrologyParams(Params):
                               "cell size)", soft_hi=10000.0)
     sea_level: float = param(0.0, -1e6, 1e6, "cell units",
                              "legacy: sea surface height in cell units (world height / "
-                             "cell size); when not 0 it replaces sea_height")
+                             "cell size); when not 0 it replaces sea_height", legacy=True)
     batch: int = param(250, 1, 1_000_000, "particles",
                        "particles per batch; the stream map is updated after each",
                        soft_hi=10000)

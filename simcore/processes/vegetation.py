@@ -72,7 +72,8 @@ class TreeParams(Params):
                                    "how far from its parent a seedling lands (world units)",
                                    soft_hi=2000.0)
     spread_radius: int = param(0, 0, 64, "cells",
-                               "legacy, in cells: when above 0 it replaces spread_distance")
+                               "legacy, in cells: when above 0 it replaces spread_distance",
+                               legacy=True)
     death_chance: float = param(0.001, 0.0, 1.0, "1/cycle", "random death chance per cycle")
     max_stream: float = param(0.2, 0.0, 1.0, "-",
                               "no tree takes root, and trees die, above this stream value")
@@ -87,7 +88,8 @@ class TreeParams(Params):
                                  "radius of a tree's root density (world units)",
                                  soft_hi=1000.0)
     root_radius: float = param(0.0, 0.0, 16.0, "cells",
-                               "legacy, in cells: when above 0 it replaces root_distance")
+                               "legacy, in cells: when above 0 it replaces root_distance",
+                               legacy=True)
     tree_height: float = param(20.0, 0.01, 150.0, "m",
                                "height of a full-grown tree (size 1) in world units: trees "
                                "are drawn size x tree_height tall at any cell size",
