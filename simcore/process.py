@@ -53,6 +53,10 @@ class Process:
     #: ``passes(params) -> int`` passes in all; a run lasts at least the rounds they
     #: need, and passes beyond do nothing. None: the work is the run's particles
     passes: Callable[[Params], int] | None = None
+    #: for processes that hold standing water: ``relevel(terrain, params, height)``
+    #: after other processes moved the ground under or around it, once the simulation
+    #: kept the water surfaces where they were (hydrology: no lake above its outlet)
+    relevel: Callable[..., object] | None = None
 
     @property
     def moves_water(self) -> bool:

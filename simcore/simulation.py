@@ -19,7 +19,7 @@ import numpy as np
 
 from .kernels import hold_protected, rain_cdf
 from .params import ParameterError, Params
-from .processes import FIELDS, PROCESSES, hydrology
+from .processes import FIELDS, PROCESSES
 from .terrain import Terrain
 
 
@@ -169,7 +169,8 @@ class Simulation:
 
     def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(wet cells, their water surface) before a process that moves ground but not
-        water (everything but hydrology), or None where there is no standing water."""
+        water (one whose descriptor does not write ``pool``), or None where there is no
+        standing water."""
         if PROCESSES[name].moves_water:
             return None
         wet = self.terrain.pool > 0.0
@@ -179,10 +180,13 @@ class Simulation:
 
     def _keep_water_surface(self, wet: np.ndarray, surface: np.ndarray) -> None:
         """Lakes and the sea keep their level when ground slides into or out of them
-        (pool depth = surface - new ground, never below 0); hydrology re-levels them."""
+        (pool depth = surface - new ground, never below 0); then each enabled process
+        that holds water re-levels it (a rim may have moved: no lake above its outlet)."""
         self.terrain.pool[wet] = np.maximum(surface - self._height[wet], 0.0)
-        if "hydrology" in self.processes:  # a rim may have moved: no lake above its outlet
-            hydrology.level_lakes(self.terrain, self.processes["hydrology"], self._height)
+        for name, params in self.processes.items():
+            relevel = PROCESSES[name].relevel
+            if relevel is not None:
+                relevel(self.terrain, params, self._height)
 
     def advance(self, seconds: float) -> Progress:
         """Run whole rounds for about ``seconds`` (at least one round unless done)."""

@@ -858,4 +858,5 @@ PROCESS = Process(
     fields=(Field("stream", "fraction", "time-averaged presence of flowing water", lo=0.0,
                   hi=1.0, color="te_streams", exact="te_stream"),
             Field("pool", "depth", "depth of standing water", lo=0.0, color="te_pools",
-                  exact="te_pool_depth")))
+                  exact="te_pool_depth")),
+    relevel=level_lakes)
