@@ -433,11 +433,26 @@ _BOOKKEEPING = ("rounds_done", "state_seed", "state_seed_text", "provenance")
 def _object_record(obj: bpy.types.Object) -> tuple:
     s = obj.terrain_erosion
     return (tuple(getattr(s, key) for key in _BOOKKEEPING),
-            obj.get("terrain_erosion_provenance"), obj.terrain_bake.cache_dir)
+            obj.get("terrain_erosion_provenance"), obj.terrain_bake.cache_dir,
+            {kind: set(getattr(bpy.data, kind).keys()) for kind in _DATA})
+
+
+#: data-blocks a bake may add (trees and water objects, the default tree, its node
+#: group and the water material): new ones are removed when it fails
+_DATA = ("objects", "meshes", "materials", "node_groups")
+
+
+def _remove_new_data(before: dict[str, set[str]]) -> None:
+    for kind in _DATA:
+        blocks = getattr(bpy.data, kind)
+        for name in set(blocks.keys()) - before[kind]:
+            block = blocks.get(name)
+            if block is not None and (kind == "objects" or block.users == 0):
+                blocks.remove(block)
 
 
 def _restore_record(obj: bpy.types.Object, record: tuple) -> None:
-    values, provenance, cache_dir = record
+    values, provenance, cache_dir, _data = record
     s = obj.terrain_erosion
     for key, value in zip(_BOOKKEEPING, values):
         setattr(s, key, value)
@@ -531,6 +546,8 @@ def _roll_back(obj: bpy.types.Object, job: ErosionJob, record: tuple) -> None:
         current = job.find_object()
         if current is not None:
             _restore_record(current, record)
+    with contextlib.suppress(Exception):
+        _remove_new_data(record[3])
 
 
 def free_cache(obj: bpy.types.Object) -> None:

@@ -7,6 +7,12 @@ float EXR (exact local values), with Blender's own image writer, plus a JSON sid
 rivers (polylines with flow) and lakes (mask) as data. Image row 0 is the grid's
 lowest local Y, so the picture's top is +Y (north) as seen from above.
 
+A re-export is all or nothing: the whole set is written into a staging folder inside
+the chosen folder and moved in only when complete, replacing the earlier set of the
+same Name (the files its sidecar lists) as a whole; a failure part-way leaves the
+earlier set exactly as it was. The Name is a plain file name prefix: the maps never go
+outside the chosen folder.
+
 Import makes a new grid object from a 16-bit PNG or EXR heightmap (a sidecar next to
 it, if present, restores cell size and height range exactly).
 
@@ -26,6 +32,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from . import staging
 from .scale import RealScale
 from .simcore import __version__ as simcore_version
 from .simcore.channels import label_lakes, stream_polylines
@@ -161,24 +168,85 @@ def check_export_folder(folder: str | os.PathLike) -> Path:
     return path
 
 
+#: longest export Name (bytes): the longest map file name, plus the temporary name a
+#: write uses for a moment, stays within the 255 bytes file systems allow
+MAX_BASENAME = 150
+
+
+def check_basename(base: str) -> str:
+    """``base`` if it is a plain file name prefix (the maps stay in the chosen folder),
+    else ExportError saying what to type."""
+    if (not base.strip() or base.startswith(".") or any(c in base for c in '/\\:')
+            or any(ord(c) < 32 for c in base)):
+        raise ExportError(f"the export Name '{base}' is not a plain file name: use "
+                          "letters, digits, '-' or '_', without folders ('/', '\\', "
+                          "'..') or a leading '.'; the maps always go into the chosen "
+                          "folder")
+    if len(base.encode("utf-8")) > MAX_BASENAME:
+        raise ExportError(f"the export Name is {len(base.encode('utf-8'))} bytes long; "
+                          f"use at most {MAX_BASENAME}")
+    return base
+
+
+def previous_export(folder: Path, base: str) -> list[str]:
+    """The files of an earlier export ``base`` in ``folder`` that its sidecar (ours:
+    ``generator`` Terrain Erosion) lists -- the sidecar first. A re-export replaces
+    them as a whole (those the new set has no more are removed). Names that are not
+    plain ``<base>_*`` files in the folder are never taken as ours."""
+    side = folder / f"{base}.json"
+    try:
+        data = json.loads(side.read_text("utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict) or data.get("generator") != "Terrain Erosion" \
+            or not isinstance(data.get("maps"), dict):
+        return []
+    names = [side.name]
+    for entry in data["maps"].values():
+        files = entry.get("files") if isinstance(entry, dict) else None
+        for name in (files.values() if isinstance(files, dict) else ()):
+            if (isinstance(name, str) and name.startswith(f"{base}_")
+                    and Path(name).name == name and "\\" not in name
+                    and (folder / name).is_file()):
+                names.append(name)
+    return list(dict.fromkeys(names))
+
+
 def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str = "",
                 formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.5
                 ) -> list[Path]:
     """Write every map of ``obj`` into ``folder``; returns the files written (the
-    sidecar ``<basename>.json`` last). Nothing is written if a check fails first."""
+    sidecar ``<basename>.json`` last). Nothing is written if a check fails first.
+
+    All or nothing: the maps, rivers, lakes and the sidecar are written into a staging
+    folder inside ``folder`` and moved in when all are written (addon/staging.py),
+    replacing the earlier export of the same name as a whole; a failure part-way
+    leaves the earlier set exactly as it was."""
     problem = gridio.object_problem(obj)
     if problem:
         raise gridio.GridError(problem)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
         raise ExportError(f"unknown map format(s) {unknown}; use PNG and/or EXR")
+    base = check_basename(basename or bpy.path.clean_name(obj.name))
     folder = check_export_folder(folder)
     grid = gridio.detect_grid(obj.data)
     scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
-    base = basename or bpy.path.clean_name(obj.name)
     maps = _layers(obj, grid)
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
     check_output(folder / f"{base}.json", estimate)
+    previous = previous_export(folder, base)
+    with staging.Staging(folder) as stage:
+        names = _write_set(obj, stage.path, base, formats, maps, grid, scale,
+                           stream_threshold)
+        stage.commit(names, previous)
+    return [folder / name for name in names]
+
+
+def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid,
+               scale: RealScale, stream_threshold: float) -> list[str]:
+    """Write the whole export into ``out`` (the staging folder); returns the file
+    names, the sidecar last."""
     written: list[Path] = []
     record: dict[str, dict] = {}
     for name, values in maps.items():
@@ -186,7 +254,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
                                                        float(values.max()))
         entry = {"min": lo, "max": hi, "files": {}}
         for fmt in formats:
-            path = folder / f"{base}_{name}{FORMATS[fmt]}"
+            path = out / f"{base}_{name}{FORMATS[fmt]}"
             if fmt == "PNG":
                 span = hi - lo
                 norm = np.clip((values - lo) / span, 0, 1) if span > 0 else values * 0
@@ -196,7 +264,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
             entry["files"][fmt] = path.name
             written.append(path)
         record[name] = entry
-    written += _export_water(folder, base, maps, grid, stream_threshold, record)
+    written += _export_water(out, base, maps, grid, stream_threshold, record)
     h = maps["height"]
     sidecar = {
         "schema": SIDECAR_SCHEMA,
@@ -223,11 +291,11 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
         "maps": record,
         **_settings_record(obj),
     }
-    side = folder / f"{base}.json"
+    side = out / f"{base}.json"
     text = json.dumps(sidecar, indent=1, sort_keys=False)
     atomic_write(side, lambda f: f.write(text.encode("utf-8")))
     written.append(side)
-    return written
+    return [p.name for p in written]
 
 
 def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,

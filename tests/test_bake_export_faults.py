@@ -1,0 +1,474 @@
+"""Fault injection for Bake and Export Maps in real Blender (bpy module), like the CLI
+writers' suite (test_faults.py): a full disk at every file in turn, a failed rename at
+every step of the swap, a read-only folder, an exception and a kill mid-way. After
+every failure the previous bake or export is byte-for-byte as it was, no staging folder
+is left, and the mesh and the object's settings are as before the operator. Bake also
+refuses a cache folder that holds files it did not write."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import (
+    ROOT,
+    add_grid,
+    mesh_state,
+    same_state,
+    staged_addon,
+)
+
+te = staged_addon()
+UserError = te.simcore.errors.UserError
+
+
+# ------------------------------------------------------------------ helpers
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder`` (hidden ones too) -> its bytes (None: a folder)."""
+    if not folder.exists():
+        return {}
+    return {str(p.relative_to(folder)): (None if p.is_dir() else p.read_bytes())
+            for p in sorted(folder.rglob("*"))}
+
+
+class _FailingFile:
+    """A file that takes ``budget`` bytes, then fails like a full disk."""
+
+    def __init__(self, f, budget: int) -> None:
+        self._f, self._budget = f, budget
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        if len(data) > self._budget:
+            self._f.write(data[:self._budget])
+            self._budget = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._budget -= len(data)
+        return self._f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+
+
+@contextlib.contextmanager
+def full_disk_at(monkeypatch, k: int, budget: int = 0):
+    """The ``k``-th file written (from 0) fails after ``budget`` bytes (0: at its
+    first write, however small the file); yields the list of files opened."""
+    fileio = te.simcore.fileio
+    real = fileio._file_for
+    opened = []
+
+    def file_for(fd):
+        opened.append(fd)
+        f = real(fd)
+        return _FailingFile(f, budget) if len(opened) - 1 == k else f
+
+    with monkeypatch.context() as m:
+        m.setattr(fileio, "_file_for", file_for)
+        yield opened
+
+
+@contextlib.contextmanager
+def rename_fails_at(monkeypatch, k: int, code: int = errno.EROFS):
+    """The ``k``-th rename (os.replace, from 0: the writers' and the swap's) fails."""
+    real = os.replace
+    calls = []
+
+    def replace(src, dst):
+        calls.append((src, dst))
+        if len(calls) - 1 == k:
+            raise OSError(code, os.strerror(code))
+        return real(src, dst)
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "replace", replace)
+        yield calls
+
+
+@contextlib.contextmanager
+def small_tmpfs(tmp_path: Path, size: str = "4m"):
+    """A real small file system (root can mount tmpfs here; otherwise skip)."""
+    mnt = tmp_path / f"mnt-{uuid.uuid4().hex[:6]}"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# ------------------------------------------------------------------ bake
+
+def saved_terrain(tmp_path, n=20, name="Dunes"):
+    obj = add_grid(bpy, n=n, size=4.0, relief=1.0, name=name)
+    s = obj.terrain_erosion
+    s.seed = 7
+    s.real_size = 4.0
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    return bpy.data.objects[name]
+
+
+def first_bake(tmp_path, n=20):
+    """A saved scene with a 3-frame bake in //terrain_cache/Dunes, showing frame 2."""
+    obj = saved_terrain(tmp_path, n)
+    te.bake.bake(obj, 1, 3, 300)
+    bpy.context.scene.frame_set(2)
+    return obj, tmp_path / "terrain_cache" / "Dunes"
+
+
+def scene_record(obj) -> dict:
+    s, b = obj.terrain_erosion, obj.terrain_bake
+    return {"mesh": mesh_state(obj.data), "rounds": s.rounds_done,
+            "seed": s.stored_state_seed(), "provenance": s.provenance,
+            "id_provenance": obj.get("terrain_erosion_provenance"),
+            "baked": (b.baked, b.baked_start, b.baked_end, b.cache_dir),
+            "objects": sorted(o.name for o in bpy.data.objects)}
+
+
+def assert_as_before(obj, folder, files, record):
+    assert tree(folder) == files, "the previous bake is exactly as it was, no staging left"
+    now = scene_record(bpy.data.objects[obj.name])
+    mesh, before = now.pop("mesh"), dict(record)
+    assert same_state(before.pop("mesh"), mesh), "the mesh shows what it showed before"
+    assert now == before
+
+
+def rebake(obj):
+    return te.bake.bake(obj, 1, 5, 250)
+
+
+def test_rebake_with_a_full_disk_at_every_file_keeps_the_previous_bake(blender, tmp_path,
+                                                                       monkeypatch):
+    """Issue 28, worst case 1: the old cache was deleted before the first new frame."""
+    obj, folder = first_bake(tmp_path)
+    files, record = tree(folder), scene_record(obj)
+    for k in range(20):
+        with full_disk_at(monkeypatch, k, budget=100) as opened:  # part of a file
+            try:
+                rebake(obj)
+            except UserError as exc:
+                assert "No space left" in str(exc) and str(folder) in str(exc), exc
+            else:
+                assert k == len(opened) == 6, "5 frames and the manifest"
+                break
+        assert_as_before(obj, folder, files, record)
+        # the frame-change handler still plays the previous bake back
+        bpy.context.scene.frame_set(3)
+        bpy.context.scene.frame_set(2)
+        assert same_state(record["mesh"], mesh_state(obj.data)) and not te.bake.message(obj)
+    assert obj.terrain_bake.baked_end == 5
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "cache.json", *(f"frame_{f:06d}.npz" for f in range(1, 6))], "nothing left over"
+
+
+def test_rebake_with_a_failed_rename_at_every_step_keeps_the_previous_bake(
+        blender, tmp_path, monkeypatch):
+    obj, folder = first_bake(tmp_path)
+    files, record = tree(folder), scene_record(obj)
+    for k in range(40):
+        with rename_fails_at(monkeypatch, k) as calls:
+            try:
+                rebake(obj)
+            except UserError as exc:
+                assert "read-only" in str(exc), exc
+            else:  # 6 writes, 4 old files aside, 6 new ones in
+                assert len(calls) == k == 16
+                break
+        assert_as_before(obj, folder, files, record)
+    with np.load(folder / "frame_000005.npz") as npz:
+        assert npz["z"].size == len(obj.data.vertices)
+
+
+@pytest.mark.parametrize("when", [1, 3, 5])
+def test_an_exception_mid_bake_keeps_the_previous_bake(blender, tmp_path, when):
+    obj, folder = first_bake(tmp_path)
+    files, record = tree(folder), scene_record(obj)
+
+    def report(i, _n):
+        if i == when:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        te.bake.bake(obj, 1, 5, 250, report)
+    assert_as_before(obj, folder, files, record)
+
+
+def test_a_failed_first_bake_leaves_no_folder_and_trees_and_water_as_before(
+        blender, tmp_path, monkeypatch):
+    obj = saved_terrain(tmp_path, n=16, name="Wet")
+    s = obj.terrain_erosion
+    s.droplets.enabled, s.hydrology.enabled, s.trees.enabled = False, True, True
+    record = scene_record(obj)
+    for k in (0, 2):
+        with full_disk_at(monkeypatch, k), pytest.raises(UserError, match="No space"):
+            te.bake.bake(obj, 1, 3, 300)
+        assert not (tmp_path / "terrain_cache").exists()
+        assert_as_before(obj, tmp_path / "terrain_cache", {}, record)
+        assert s.water_object is None and s.trees_object is None, "made by the bake: removed"
+
+
+def test_bake_operator_failure_is_a_message_and_bake_is_one_undo_step(blender, tmp_path,
+                                                                      monkeypatch):
+    obj, folder = first_bake(tmp_path)
+    files, record = tree(folder), scene_record(obj)
+    assert 'UNDO' in te.bake.TERRAIN_OT_bake.bl_options
+    b = obj.terrain_bake
+    b.frame_start, b.frame_end, b.particles_per_frame = 1, 4, 250
+    with full_disk_at(monkeypatch, 2), pytest.raises(RuntimeError, match="No space left"):
+        bpy.ops.terrain.bake()  # reported as an ERROR, returns CANCELLED
+    assert_as_before(obj, folder, files, record)
+    bpy.ops.ed.undo_push(message="before bake")
+    assert bpy.ops.terrain.bake() == {'FINISHED'}
+    bpy.ops.ed.undo_push(message="Bake")  # the GUI pushes it when an 'UNDO' op ends
+    baked = mesh_state(bpy.data.objects["Dunes"].data)
+    assert not same_state(baked, record["mesh"])
+    bpy.ops.ed.undo()
+    obj = bpy.data.objects["Dunes"]
+    assert same_state(record["mesh"], mesh_state(obj.data)), "one step back: as before"
+    assert obj.terrain_erosion.rounds_done == record["rounds"]
+
+
+def test_rebake_into_a_read_only_folder_is_refused_and_changes_nothing(blender, tmp_path):
+    obj = saved_terrain(tmp_path)
+    with small_tmpfs(tmp_path) as mnt:
+        obj.terrain_bake.cache_dir = str(mnt / "cache")
+        te.bake.bake(obj, 1, 3, 300)
+        folder = mnt / "cache"
+        files, record = tree(folder), scene_record(obj)
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        with pytest.raises(UserError, match="read-only"):
+            rebake(obj)
+        assert_as_before(obj, folder, files, record)
+
+
+_KILLED_BAKE = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {tests!r})
+    import bpy
+    from blender_helpers import staged_addon
+    te = staged_addon()
+    te.register()
+    bpy.ops.wm.open_mainfile(filepath={blend!r})
+    obj = bpy.data.objects["Dunes"]
+
+    def report(i, n):
+        print("frame", i, flush=True)
+        if i == 3:
+            time.sleep(120)
+
+    te.bake.bake(obj, 1, 6, 250, report)
+""")
+
+
+def test_a_bake_killed_mid_way_keeps_the_previous_bake(blender, tmp_path):
+    obj, folder = first_bake(tmp_path)
+    bpy.ops.wm.save_mainfile()
+    files, record = tree(folder), scene_record(obj)
+    script = _KILLED_BAKE.format(tests=str(ROOT / "tests"), blend=str(tmp_path / "scene.blend"))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    try:
+        for line in proc.stdout:
+            if line.strip() == "frame 3":
+                break
+        else:
+            pytest.fail(f"the child ended early ({proc.wait()})")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left = {k: v for k, v in tree(folder).items() if not k.startswith(".te-staging-")}
+    assert left == files, "the previous bake is whole; only the dead bake's staging is left"
+    assert_as_before(obj, tmp_path / "unused", {}, record)
+    rebake(obj)  # the next bake removes the dead one's staging folder
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "cache.json", *(f"frame_{f:06d}.npz" for f in range(1, 6))]
+
+
+# ------------------------------------------------------------------ a folder not ours
+
+def test_bake_refuses_a_cache_folder_with_files_it_did_not_write(blender, tmp_path):
+    """Issue 28, worst case 2: every frame_*.npz and cache.json there was deleted."""
+    obj = saved_terrain(tmp_path)
+    record = scene_record(obj)
+    foreign = tmp_path / "someone_elses"
+    foreign.mkdir()
+    np.savez(foreign / "frame_000001.npz", z=np.zeros(3))
+    (foreign / "cache.json").write_text('{"schema": 1, "files": {"1": "frame_000001.npz"}}')
+    (foreign / "notes.txt").write_text("mine")
+    only_other = tmp_path / "photos"
+    only_other.mkdir()
+    (only_other / "frame_000002.npz").write_bytes(b"a photo, really")
+    for folder in (foreign, only_other):
+        files = tree(folder)
+        obj.terrain_bake.cache_dir = str(folder)
+        record["baked"] = record["baked"][:3] + (str(folder),)
+        with pytest.raises(UserError, match="empty folder or the folder of an earlier bake"):
+            te.bake.bake(obj, 1, 3, 300)
+        assert_as_before(obj, folder, files, record)
+    # // is the .blend's own folder: refused, even though its files are nobody's frames
+    obj.terrain_bake.cache_dir = "//"
+    with pytest.raises(UserError, match="the .blend's own folder"):
+        te.bake.bake(obj, 1, 3, 300)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "photos", "scene.blend", "someone_elses"]
+
+
+def test_bake_replaces_only_its_own_cache_and_free_keeps_other_files(blender, tmp_path):
+    obj, folder = first_bake(tmp_path)
+    rebake(obj)  # our own earlier bake: replaced (3 frames -> 5)
+    manifest = json.loads((folder / "cache.json").read_text())
+    assert manifest["format"] == te.bake.CACHE_FORMAT and len(manifest["files"]) == 5
+    (folder / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match=r"did not write \(notes.txt\)"):
+        rebake(obj)
+    assert te.bake.free_cache(obj) is None
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"], "only ours deleted"
+
+
+def test_a_cache_of_the_old_layout_is_ours_a_forged_manifest_is_not(blender, tmp_path):
+    obj, folder = first_bake(tmp_path)
+    manifest = json.loads((folder / "cache.json").read_text())
+    old = {k: v for k, v in manifest.items() if k not in ("format", "generator")}
+    (folder / "cache.json").write_text(json.dumps(old, indent=1))  # as written before
+    bpy.context.scene.frame_set(3)
+    assert not te.bake.message(obj), "an old cache still plays back"
+    rebake(obj)  # and is replaced
+    assert json.loads((folder / "cache.json").read_text())["format"] == te.bake.CACHE_FORMAT
+    # a manifest that lists other names (here a path out of the folder) is not ours
+    (tmp_path / "precious.txt").write_text("keep")
+    forged = dict(json.loads((folder / "cache.json").read_text()))
+    forged["files"] = {**forged["files"], "6": "../../precious.txt"}
+    (folder / "cache.json").write_text(json.dumps(forged))
+    files = tree(folder)
+    with pytest.raises(UserError, match="cache.json Terrain Erosion did not write"):
+        rebake(obj)
+    assert tree(folder) == files and (tmp_path / "precious.txt").read_text() == "keep"
+    te.bake.free_cache(obj)  # deletes nothing it cannot prove is its own
+    assert tree(folder) == files
+    # an old manifest with an extra key is not exactly the old layout either
+    old["extra"] = 1
+    (folder / "cache.json").write_text(json.dumps(old))
+    with pytest.raises(UserError, match="did not write"):
+        rebake(obj)
+
+
+# ------------------------------------------------------------------ export
+
+@pytest.fixture
+def exported(blender, tmp_path):
+    """A hydrology terrain (rivers and lakes too) exported once to tmp_path/maps; the
+    terrain then eroded further, so a re-export writes different bytes everywhere."""
+    obj = add_grid(bpy, n=24, size=4.0, relief=1.0, name="Wet")
+    s = obj.terrain_erosion
+    s.seed, s.particles, s.real_size = 3, 2000, 4.0
+    s.hydrology.enabled = True
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    out = tmp_path / "maps"
+    out.mkdir()
+    (out / "readme.txt").write_text("the user's own file")
+    written = te.export.export_maps(obj, out, "wet")
+    assert {"wet_rivers.json", "wet_lakes.png", "wet.json"} <= {p.name for p in written}
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    return obj, out
+
+
+def test_reexport_with_a_full_disk_at_every_file_keeps_the_previous_set(
+        exported, monkeypatch):
+    """Issue 28, worst case 3: half new maps, half old ones plus the old sidecar."""
+    obj, out = exported
+    files, mesh = tree(out), mesh_state(obj.data)
+    count = len(files) - 1  # every map, rivers, lakes, sidecar (not readme.txt)
+    for k in range(count + 2):
+        with full_disk_at(monkeypatch, k) as opened:
+            try:
+                te.export.export_maps(obj, out, "wet")
+            except UserError as exc:
+                assert "No space left" in str(exc), exc
+            else:
+                assert k == len(opened) == count
+                break
+        assert tree(out) == files, f"file {k}: the previous set exactly, no staging left"
+        assert same_state(mesh, mesh_state(obj.data))
+    new = tree(out)
+    assert new.keys() == files.keys() and new["readme.txt"] == files["readme.txt"]
+    assert all(new[k] != files[k] for k in ("wet.json", "wet_height.exr", "wet_height.png"))
+
+
+def test_reexport_with_a_failed_rename_at_every_step_keeps_the_previous_set(
+        exported, monkeypatch):
+    obj, out = exported
+    files = tree(out)
+    for k in range(200):
+        with rename_fails_at(monkeypatch, k, errno.ENOSPC):
+            try:
+                te.export.export_maps(obj, out, "wet")
+            except UserError as exc:
+                assert "No space left" in str(exc), exc
+            else:
+                break
+        assert tree(out) == files, f"rename {k}"
+    else:
+        pytest.fail("the export never succeeded")
+    assert k == 3 * (len(files) - 1), "writes, old files aside, new ones in"
+
+
+def test_an_exception_mid_export_keeps_the_previous_set(exported, monkeypatch):
+    obj, out = exported
+    files = tree(out)
+    real, calls = te.export._save_image, []
+
+    def save(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(te.export, "_save_image", save)
+    with pytest.raises(KeyboardInterrupt):
+        te.export.export_maps(obj, out, "wet")
+    assert tree(out) == files
+
+
+def test_reexport_with_fewer_maps_removes_only_the_previous_sets_files(exported):
+    obj, out = exported
+    te.export.export_maps(obj, out, "wet", ("EXR",))
+    names = sorted(p.name for p in out.iterdir())
+    assert "readme.txt" in names and "wet.json" in names
+    assert [n for n in names if n.endswith(".png")] == ["wet_lakes.png"], \
+        "the previous set's PNG maps went with it; the new set is whole"
+
+
+@pytest.mark.parametrize("name", ["../x", "sub/x", "..", ".hidden", "a\\b", "x" * 300])
+def test_export_names_stay_in_the_chosen_folder(exported, name):
+    obj, out = exported
+    files, parent = tree(out), tree(out.parent)
+    with pytest.raises(UserError, match="Name"):
+        te.export.export_maps(obj, out, name)
+    assert tree(out) == files and tree(out.parent) == parent
+    with pytest.raises(RuntimeError, match="Name"):
+        bpy.ops.terrain.export_maps(directory=str(out), basename=name)
