@@ -4,6 +4,7 @@
     python -m simcore erode --preset default --input hills.npy --output eroded.npz
     python -m simcore presets
     python -m simcore shade --input eroded.npz --output eroded.png
+    python -m simcore report eroded.npz
 """
 
 from __future__ import annotations
@@ -286,6 +287,38 @@ def cmd_shade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    import json
+
+    from .fileio import check_memory
+    from .formats.states import load_heights, load_state
+    from .report import format_report, report
+
+    if not args.state.lower().endswith(".npz"):
+        raise CliError(f"{args.state}: the report reads an .npz state (erode --output "
+                       "X.npz)")
+    terrain, _ = load_state(args.state)
+    rows, cols = terrain.shape
+    check_memory(rows * cols * 8 * 16, f"a report on a {rows}x{cols} grid")
+    before = None
+    if args.before:
+        name = args.before.lower()
+        if name.endswith(".npz"):
+            start, _ = load_state(args.before)
+            before = start.world_height() / terrain.cell_size
+        elif name.endswith(".npy"):
+            before = load_heights(args.before) / terrain.cell_size
+        else:
+            raise CliError(f"--before {args.before}: use a .npy heightmap (world units) or "
+                           "an .npz state")
+        if before.shape != terrain.shape:
+            raise CliError(f"--before {args.before}: its grid is {before.shape[0]}x"
+                           f"{before.shape[1]}, the state's {rows}x{cols}")
+    figures = report(terrain, before)
+    print(json.dumps(figures, indent=1) if args.json else format_report(figures))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m simcore", description="Erode terrain heightmaps: rain droplets, "
@@ -339,6 +372,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("presets", help="list the shipped presets")
     p.set_defaults(func=cmd_presets)
+
+    r = sub.add_parser("report", help="realism report of a state: slopes, closed basins, "
+                       "lakes and their spill levels, channel concavity, relief; before "
+                       "and after the run")
+    r.add_argument("state", help=".npz state (erode --output X.npz)")
+    r.add_argument("--before", help="the start's heights (.npy, world units, or .npz); "
+                   "default: rebuilt from the state's books (eroded, deposited, uplifted)")
+    r.add_argument("--json", action="store_true", help="the figures as JSON")
+    r.set_defaults(func=cmd_report)
 
     s = sub.add_parser("shade", help="shaded-relief PNG of a heightmap or state "
                        "(pools of a state in blue)")

@@ -1,0 +1,85 @@
+"""Realism report (simcore.report, `python -m simcore report`): figures that match
+surfaces whose answers are known, a start rebuilt exactly from a state's books."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from simcore import report
+from simcore.cli import main
+from simcore.drainage import depression_depth
+from simcore.formats.presets import find_preset
+from simcore.noise import upland_terrain
+from simcore.simulation import Simulation
+from simcore.terrain import Terrain
+
+
+def test_a_tilted_plane_has_its_slope_and_no_basins():
+    cell = 10.0
+    rows, cols = 40, 50
+    rise = math.tan(math.radians(30.0))  # per unit of distance
+    height = np.tile(np.arange(cols) * rise, (rows, 1))  # cell units: rise per cell
+    f = report.landform_figures(height, cell)
+    assert f["slope_p50"] == pytest.approx(30.0, abs=0.5)
+    assert f["steeper_45"] == 0.0 and f["closed_basins"] == 0.0 and f["lakes"] == 0
+    assert f["relief"] == pytest.approx((cols - 1) * rise * cell)
+
+
+def test_a_dry_bowl_is_a_closed_basin_and_a_lake_above_its_rim_is_an_error():
+    cell = 5.0
+    y, x = np.mgrid[-20:21, -20:21]
+    bowl = 0.02 * (x * x + y * y) + 1.0  # cell units; the map's edge is its rim
+    dry = report.landform_figures(bowl, cell)
+    assert dry["closed_basins"] > 50.0, "the bowl holds water: a closed basin"
+    # fill it to its spill level: no basin outside the lake, no error
+    spill = bowl + depression_depth(bowl)
+    pool = spill - bowl
+    full = report.landform_figures(bowl, cell, pool)
+    assert full["closed_basins"] == 0.0 and full["lakes"] == 1
+    assert abs(full["spill_error"]) < 1e-9
+    over = report.landform_figures(bowl, cell, np.where(pool > 0, pool + 0.1, 0.0))
+    assert over["spill_error"] == pytest.approx(0.1 * cell)
+
+
+@pytest.mark.parametrize("name", ["default", "landscape_detail"])
+def test_the_start_is_rebuilt_exactly_from_a_states_books(name):
+    """Every change of the ground is booked (eroded, deposited, uplifted), so a state
+    knows the heights it started from, whatever its processes."""
+    start = upland_terrain(48, seed=2, cell_size=30.0)
+    t = Terrain.from_heights(start, 30.0)
+    preset = find_preset(name)
+    Simulation(t, preset.enabled_params(), seed=1, particles=4000).run()
+    assert not np.allclose(t.world_height(), start)
+    assert np.allclose(report.start_heights(t) * 30.0, start, rtol=0, atol=1e-9 * np.ptp(start))
+
+
+def test_report_command_before_and_after(tmp_path, capsys):
+    h = tmp_path / "h.npy"
+    assert main(["generate", "--size", "48", "--seed", "3", "--output", str(h)]) == 0
+    state = tmp_path / "s.npz"
+    assert main(["erode", "--input", str(h), "--cell-size", "30", "--particles", "4000",
+                 "--output", str(state), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(state)]) == 0
+    text = capsys.readouterr().out
+    assert "slope, median" in text and "before" in text and "after" in text
+    assert main(["report", str(state), "--before", str(h), "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    rebuilt = report.report(*_state(state))
+    for key in ("relief", "slope_p50", "closed_basins", "theta"):
+        assert figures["before"][key] == pytest.approx(rebuilt["before"][key], rel=1e-9,
+                                                       nan_ok=True)
+    np.save(tmp_path / "small.npy", np.zeros((10, 10)))
+    assert main(["report", str(state), "--before", str(tmp_path / "small.npy")]) == 2
+    assert "its grid is 10x10, the state's 48x48" in capsys.readouterr().err
+    assert main(["report", str(h)]) == 2
+    assert "the report reads an .npz state" in capsys.readouterr().err
+
+
+def _state(path):
+    from simcore.formats.states import load_state
+    return load_state(path)[0], None
