@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 import bpy
@@ -112,6 +113,22 @@ RUNNER_THREAD = "terrain_erosion run"
 _runners: set[_Runner] = set()
 
 
+#: jobs that may still write the mesh (Undo and Redo end them)
+_jobs: weakref.WeakSet[ErosionJob] = weakref.WeakSet()
+UNDONE = ("Undo (or Redo) was used during the run: the run stopped; the mesh and its "
+          "settings are as Undo left them")
+
+
+def end_runs_on_undo() -> None:
+    """Undo or Redo during a live run (Edit > Undo; Ctrl+Z itself is swallowed by the
+    modal Erode): the step restored holds the mesh together with its bookkeeping
+    (round count, state seed, layers), so the run must neither write the mesh again
+    nor record progress, keep or cancel anything: it ends at its next tick."""
+    for job in list(_jobs):
+        job.undone = True
+        job.halt(wait=False)
+
+
 def halt_all_runs() -> None:
     """Stop every live run's worker (a file is loaded, the add-on is disabled)."""
     for runner in list(_runners):
@@ -125,6 +142,9 @@ class ErosionJob:
         problem = gridio.object_problem(obj)
         if problem:
             raise gridio.GridError(problem)
+        #: Undo or Redo happened during the run (end_runs_on_undo)
+        self.undone = False
+        self._runner: _Runner | None = None
         settings = obj.terrain_erosion
         me = obj.data
         params = settings.enabled_params()
@@ -182,7 +202,6 @@ class ErosionJob:
         self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
                                        self.write_colors, self.with_trees, self.with_water,
                                        original)
-        self._runner: _Runner | None = None
         self._frame: writeback.Frame | None = None  # a frame being written, a tick at a time
         self._check_buffer: np.ndarray | None = None
         #: frames written (each a whole write-back)
@@ -198,6 +217,7 @@ class ErosionJob:
         #: write of its kind)
         self.tick_values = writeback.TICK_VALUES
         self.tick_seconds = TICK_SECONDS
+        _jobs.add(self)
 
     @property
     def positions(self) -> np.ndarray:
@@ -247,7 +267,10 @@ class ErosionJob:
     def object(self, vertices: bool = False) -> bpy.types.Object:
         """The object, checked to be as the run left it (with ``vertices``, every
         vertex too: done before each write, when it matters); otherwise the run ends
-        (JobEnded), keeping the result and progress already on the mesh."""
+        (JobEnded), keeping the result and progress already on the mesh -- except
+        after Undo, which put the mesh and its bookkeeping back together."""
+        if self.undone:
+            raise JobEnded(UNDONE)
         obj = self.find_object()
         if obj is None or obj.type != 'MESH':
             raise JobEnded(f"'{self.obj_name}' was deleted; the run stopped")
@@ -449,8 +472,11 @@ class ErosionJob:
         """Put the mesh and its trees and water objects back exactly as they were
         before the run. Returns None, or a sentence saying what could not be restored.
         Does not wait for a background round under way: its terrain is thrown away, and
-        the worker never touches the mesh."""
+        the worker never touches the mesh. After Undo it does nothing: the mesh is as
+        Undo left it."""
         self.halt(wait=False)
+        if self.undone:
+            return None
         obj = self.find_object()
         if obj is None or obj.type != 'MESH':
             return None

@@ -13,6 +13,7 @@ from . import presets_ui
 from .job import (  # noqa: F401 (JobEnded: API)
     ErosionJob,
     JobEnded,
+    end_runs_on_undo,
     halt_all_runs,
     reset_to_original,
 )
@@ -371,17 +372,30 @@ def _forget_run_on_load(*_args) -> None:
         rt.status = "The run ended because another file was loaded"
 
 
+@bpy.app.handlers.persistent
+def _end_run_on_undo(*_args) -> None:
+    """Undo or Redo from anywhere (Edit menu, a script; the modal Erode swallows
+    Ctrl+Z only) ends a live run at its next tick, keeping nothing: the restored undo
+    step holds the mesh and its round count together."""
+    end_runs_on_undo()
+
+
+_HANDLERS = (("load_pre", _forget_run_on_load), ("load_post", _forget_run_on_load),
+             ("undo_pre", _end_run_on_undo), ("redo_pre", _end_run_on_undo))
+
+
 def register() -> None:
     for cls in classes:
         bpy.utils.register_class(cls)
-    bpy.app.handlers.load_pre.append(_forget_run_on_load)
-    bpy.app.handlers.load_post.append(_forget_run_on_load)
+    for kind, fn in _HANDLERS:
+        getattr(bpy.app.handlers, kind).append(fn)
 
 
 def unregister() -> None:
     halt_all_runs()
-    for handlers in (bpy.app.handlers.load_pre, bpy.app.handlers.load_post):
-        while _forget_run_on_load in handlers:
-            handlers.remove(_forget_run_on_load)
+    for kind, fn in _HANDLERS:
+        handlers = getattr(bpy.app.handlers, kind)
+        while fn in handlers:
+            handlers.remove(fn)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

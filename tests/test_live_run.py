@@ -610,3 +610,36 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_and_changes_nothing(
     assert sorted(bpy.data.objects.keys()) == objects, "no trees or water object made"
     monkeypatch.setenv("TERRAIN_EROSION_AVAILABLE_MEMORY", "1G")
     assert bpy.ops.terrain.erode() == {'FINISHED'}
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_undo_during_a_live_run_ends_it_with_the_bookkeeping_of_the_mesh(blender,
+                                                                        background):
+    """Issue 28, worst case 4: Edit > Undo from the menu (Ctrl+Z is swallowed by the
+    modal Erode) put the mesh back but the run went on, then kept its round count."""
+    obj = add_grid(bpy, n=24, name="Hills")
+    bpy.ops.ed.undo_push(message="grid")
+    before = mesh_state(obj.data)
+    bpy.ops.ed.undo_push(message="before erosion")
+    obj.terrain_erosion.particles = 60000
+    job, rt = te.job.ErosionJob(obj), _rt()
+    job.live_update = 0.0
+    if background:
+        _background_until(job, rt, stop=lambda: job.rounds_written > 0)
+    else:
+        for _ in range(2):
+            assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert job.rounds_written > 0 and not same_state(before, mesh_state(obj.data))
+    bpy.ops.ed.undo()  # what Edit > Undo runs: undo_pre / undo_post handlers fire
+    obj = bpy.data.objects["Hills"]
+    undone = mesh_state(obj.data)
+    assert same_state(before, undone)
+    assert te.operators.tick(job, rt, budget=0.0, background=background) == "ended"
+    assert "Undo" in rt.status
+    assert same_state(undone, mesh_state(obj.data)), "the run writes nothing more"
+    s = obj.terrain_erosion
+    assert (s.rounds_done, s.stored_state_seed()) == (0, -1), "no progress the mesh lacks"
+    assert te.job.ErosionJob(obj).sim.rounds_done == 0
+    assert job.cancel() is None and same_state(undone, mesh_state(obj.data)), \
+        "Esc after Undo does not write the pre-run snapshot over Undo's result"
+    assert not _runner_threads()
