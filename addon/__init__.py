@@ -48,13 +48,14 @@ else:
         preferences,
         presets_ui,
         properties,
+        report_ui,
         ridges,
         warmup,
         water_data,
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, ridges, masks, warmup)
+                export, water_data, bake, ridges, masks, warmup, report_ui)
 
 
 def register() -> None:

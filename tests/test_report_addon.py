@@ -1,0 +1,77 @@
+"""Realism report in Blender (issue 24): the Report button measures the active grid
+with simcore's figures in world units (its real size), before its first run and now,
+and the panel shows them until the mesh or its rounds change."""
+
+from __future__ import annotations
+
+import types
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import staged_addon
+
+te = staged_addon()
+from terrain_erosion.simcore.noise import upland_terrain  # noqa: E402
+from terrain_erosion.simcore.report import landform_figures  # noqa: E402
+
+
+def _grid(n=48, width=2.0):
+    z = upland_terrain(n, seed=5, cell_size=width / (n - 1))
+    obj = te.export.make_grid_object("Report", z, width / (n - 1), width / (n - 1))
+    bpy.context.view_layer.objects.active = obj
+    return obj, z
+
+
+class _Log:
+    """A layout that records the labels a panel draws."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def _child(self, *args, **kw):
+        return _Log(self.log)
+
+    box = row = column = _child
+
+    def label(self, text="", icon='NONE'):
+        self.log.append(text)
+
+    def operator(self, idname, text=None, icon='NONE'):
+        self.log.append(idname)
+
+
+def _draw(obj) -> list[str]:
+    log = []
+    context = types.SimpleNamespace(active_object=obj,
+                                    window_manager=bpy.context.window_manager)
+    te.report_ui.TERRAIN_PT_report.draw(types.SimpleNamespace(layout=_Log(log)), context)
+    return log
+
+
+def test_report_measures_before_and_now_in_world_units(blender):
+    obj, z = _grid()
+    s = obj.terrain_erosion
+    s.apply_preset(te.simcore.formats.presets.find_preset("default"))
+    assert bpy.ops.terrain.report() == {'FINISHED'}
+    fresh = te.report_ui.shown_report(obj)
+    scale = s.real_scale(48, 48, 2.0 / 47)  # automatic: treated as 5 km
+    assert scale.real_size == pytest.approx(5000.0)
+    expected = landform_figures(z / scale.height_unit, scale.world_cell)
+    assert fresh["before"]["relief"] == pytest.approx(expected["relief"], rel=1e-5)
+    assert fresh["before"]["relief"] == pytest.approx(np.ptp(z) * scale.s, rel=1e-5)
+    assert fresh["after"]["slope_p50"] == pytest.approx(fresh["before"]["slope_p50"])
+    assert "Before" in _draw(obj) and any(t.endswith("°") for t in _draw(obj))
+    te.job.ErosionJob(obj, 8000).run()
+    assert te.report_ui.shown_report(obj) is None, "a run makes the last report stale"
+    assert "Before" not in _draw(obj)
+    assert bpy.ops.terrain.report() == {'FINISHED'}
+    done = te.report_ui.shown_report(obj)
+    assert done["before"]["relief"] == pytest.approx(fresh["before"]["relief"], rel=1e-5), \
+        "before: the heights kept from before the first run"
+    assert done["after"]["slope_p50"] != done["before"]["slope_p50"]
+
+
+def test_report_needs_a_grid(blender):
+    bpy.ops.mesh.primitive_uv_sphere_add()
+    assert not te.report_ui.TERRAIN_OT_report.poll(bpy.context)
