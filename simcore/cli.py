@@ -221,7 +221,8 @@ def cmd_erode(args: argparse.Namespace) -> int:
         raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
                        "downsample it first")
     check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
-    estimate = (state_bytes if out.suffix.lower() == ".npz" else heights_bytes)((rows, cols))
+    estimate = (state_bytes((rows, cols), len(preset.enabled_params()))
+                if out.suffix.lower() == ".npz" else heights_bytes((rows, cols)))
     _check_output(args.output, (".npy", ".npz"), estimate)
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                      particles=preset.work(terrain), rounds_done=rounds_done)

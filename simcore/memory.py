@@ -10,10 +10,12 @@ the check runs and drops out of the slope):
 ============  ============  =========================================================
 part          bytes / cell  what
 ============  ============  =========================================================
-base               150      the 14 terrain arrays (112), the ground height a round
+base               158      the 14 terrain arrays (112), the ground height a round
                             keeps up to date (8), the rain start weights (8), the
                             loaded heightmap and the conversions at the start and
-                            at the save (about 22); measured 149.0-149.4
+                            at the save (about 22); measured 149.0-149.4 before
+                            the ground before each process (8) was added
+each process        +8      how much it moved the ground (``Terrain.changes``)
 landscape          +92      drainage: receivers, stack, areas, pit routing, the
                             implicit solver's rows; measured +90-93
 snowball           +48      copies of rock, sediment and heights and three scratch
@@ -26,8 +28,9 @@ wind                +2      the particle track map; measured 0
 droplets, trees      0      work per particle, not per cell
 ============  ============  =========================================================
 
-So the default preset (droplets, hydrology, thermal, trees) is estimated at 206 bytes a
-cell (measured 176-184 on hills): 0.8 GB at 2048², 3.2 GB at 4096². A host adds its own
+So the default preset (droplets, hydrology, thermal, trees) is estimated at 246 bytes a
+cell (measured 176-184 on hills before the change arrays, +40, were added): 1.0 GB at
+2048², 4.1 GB at 4096². A host adds its own
 copies per cell (``extra_per_cell``): Blender's add-on about 270 more for the default
 preset's layers, trees and water (addon/writeback.py bytes_per_vertex; a live run
 measured 372-386 bytes a vertex in all, estimated 454).
@@ -41,8 +44,11 @@ from collections.abc import Iterable
 from . import fileio
 from .errors import ResourceError
 
-#: bytes per cell every run needs (the terrain and what the simulation keeps)
-BASE_BYTES_PER_CELL = 150
+#: bytes per cell every run needs (the terrain and what the simulation keeps, with the
+#: ground before the running process: 8)
+BASE_BYTES_PER_CELL = 158
+#: bytes per cell for each enabled process: how much it moved the ground (a float64)
+CHANGE_BYTES_PER_CELL = 8
 #: bytes per cell a process adds while it works (processes not listed: 0)
 PROCESS_BYTES_PER_CELL = {
     "landscape": 92,
@@ -58,8 +64,9 @@ PROCESS_BYTES_PER_CELL = {
 def bytes_per_cell(processes: Iterable[str], extra_per_cell: float = 0.0) -> float:
     """Bytes one grid cell needs during a run of ``processes`` (names), plus
     ``extra_per_cell`` (a host's own copies)."""
-    return (BASE_BYTES_PER_CELL + extra_per_cell
-            + sum(PROCESS_BYTES_PER_CELL.get(p, 0) for p in set(processes)))
+    processes = set(processes)
+    return (BASE_BYTES_PER_CELL + extra_per_cell + CHANGE_BYTES_PER_CELL * len(processes)
+            + sum(PROCESS_BYTES_PER_CELL.get(p, 0) for p in processes))
 
 
 def run_bytes(cells: int, processes: Iterable[str], extra_per_cell: float = 0.0) -> int:

@@ -100,6 +100,10 @@ class Simulation:
         self.steps = 0
         self.seconds = 0.0
         self._height = terrain.height()
+        #: the ground before the process that is running (what its change is taken from)
+        self._before = np.empty_like(self._height)
+        for name in self.processes:  # each process's change, kept on the terrain
+            terrain.changes.setdefault(name, np.zeros_like(self._height))
         self._cdf = rain_cdf(terrain.rain)
         #: rain a round brings per area, in units of a round on REFERENCE_AREA
         self.rain_share = rain_share(terrain)
@@ -160,9 +164,12 @@ class Simulation:
             batch = int(params.batch)  # type: ignore[attr-defined]
             held = protect_begin(self.terrain, _sources(name))  # masks: the protect map
             surface = self._water_surface(name)
+            self._before[...] = self._height
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
             self.protect_held += protect_end(self.terrain, held, self._height)
+            np.subtract(self._height, self._before, out=self._before)
+            self.terrain.changes[name] += self._before
             if surface is not None:
                 self._keep_water_surface(*surface)
         self.rounds_done += 1

@@ -94,7 +94,9 @@ class Terrain:
     ``terrain.pool``, ...). ``outflow`` counts material (cell units x cells) that left
     the grid; ``cell_size`` is the world size of one cell (any length unit, e.g.
     metres); ``trees`` holds rows (x, y, size): x = column, y = row (cell units),
-    size 0..1.
+    size 0..1; ``changes`` maps a process name to how much it has raised (+) or lowered
+    (-) the ground of every cell so far (cell units; kept by the Simulation, the
+    processes that ran add up to the whole change of the ground).
     """
 
     def __init__(self, *, cell_size: float = 1.0, outflow: float = 0.0,
@@ -109,6 +111,7 @@ class Terrain:
         self.cell_size = cell_size
         self.outflow = outflow
         self.trees = np.zeros((0, 3)) if trees is None else trees
+        self.changes: dict[str, np.ndarray] = {}
 
     def __getattr__(self, name: str) -> np.ndarray:
         arrays = self.__dict__.get("_arrays")

@@ -21,10 +21,11 @@ from simcore.terrain import BYTES_PER_CELL
 def test_the_estimate_grows_with_the_grid_and_the_processes():
     cells = 1000 * 700
     base = memory.run_bytes(cells, ["droplets"])
-    assert base == cells * memory.BASE_BYTES_PER_CELL
+    assert base == cells * (memory.BASE_BYTES_PER_CELL + memory.CHANGE_BYTES_PER_CELL)
     assert memory.run_bytes(2 * cells, ["droplets"]) == 2 * base
     default = list(find_preset("default").enabled_params())
-    extra = sum(memory.PROCESS_BYTES_PER_CELL[p] for p in default)
+    extra = sum(memory.PROCESS_BYTES_PER_CELL[p] + memory.CHANGE_BYTES_PER_CELL
+                for p in default)
     assert memory.run_bytes(cells, default) == cells * (memory.BASE_BYTES_PER_CELL + extra)
     assert memory.run_bytes(cells, reversed(default)) == memory.run_bytes(cells, default)
     assert memory.run_bytes(cells, default, extra_per_cell=10) == (

@@ -27,6 +27,7 @@ from ..terrain import (
     StateFileError,
     Terrain,
     TerrainError,
+    _as_float_grid,
     check_cell_size,
     fields,
 )
@@ -38,6 +39,8 @@ MAX_TREES = 10**8
 SEED_RANGE = (0, 2**63 - 1)
 
 NOT_A_STATE = "this file is not a Terrain Erosion state"
+#: arrays ``change_<process>``: how much each process moved the ground (world units)
+CHANGE_PREFIX = "change_"
 
 
 def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> Path:
@@ -45,12 +48,17 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
     (JSON text) to an .npz, atomically (a failed write leaves no file).
 
     ``metadata["units"]`` gives each entry's unit: ``cell`` (world length / cell_size),
-    ``world``, ``0..1`` or ``factor`` (see :mod:`simcore.fields`)."""
-    units = {n: f.unit for n, f in fields().items()} | EXTRA_UNITS
+    ``world``, ``0..1`` or ``factor`` (see :mod:`simcore.fields`). ``change_<process>``
+    (world units) is how much each process raised or lowered every cell so far
+    (``Terrain.changes``); together they add up to the whole change."""
+    changes = {f"{CHANGE_PREFIX}{name}": change * terrain.cell_size
+               for name, change in terrain.changes.items()}
+    units = ({n: f.unit for n, f in fields().items()} | EXTRA_UNITS
+             | dict.fromkeys(changes, "world"))
     meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
             "units": units}
     arrays = {**terrain.arrays(), "trees": terrain.trees, "height": terrain.world_height(),
-              "metadata": np.array(json.dumps(meta))}
+              **changes, "metadata": np.array(json.dumps(meta))}
     return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
 
 
@@ -59,9 +67,10 @@ def save_heights(path: str | Path, heights: np.ndarray) -> Path:
     return atomic_write(path, lambda f: np.save(f, np.asarray(heights, np.float64)))
 
 
-def state_bytes(shape: tuple[int, int]) -> int:
-    """Upper estimate of an .npz state's size on disk (uncompressed arrays)."""
-    return (len(fields()) + 1) * 8 * shape[0] * shape[1] + 2**20
+def state_bytes(shape: tuple[int, int], processes: int = 0) -> int:
+    """Upper estimate of an .npz state's size on disk (uncompressed arrays), with the
+    change arrays of ``processes`` processes."""
+    return (len(fields()) + 1 + processes) * 8 * shape[0] * shape[1] + 2**20
 
 
 def heights_bytes(shape: tuple[int, int]) -> int:
@@ -176,6 +185,9 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
                       for n in fields() if f"{n}.npy" in names}
             trees = (_read_member(zf, "trees.npy", where) if "trees.npy" in names
                      else np.zeros((0, 3)))
+            changes = {n[len(CHANGE_PREFIX):-4]: _read_member(zf, n, where)
+                       for n in sorted(names)
+                       if n.startswith(CHANGE_PREFIX) and n.endswith(".npy")}
     except UserError:
         raise
     except OSError as exc:
@@ -198,6 +210,11 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
         terrain.outflow = outflow
         terrain.trees = trees
         terrain.validate()
+        for name, change in changes.items():
+            if not name.isidentifier() or len(name) > 64:
+                raise TerrainError(f"'{CHANGE_PREFIX}{name}' does not name a process")
+            terrain.changes[name] = _as_float_grid(CHANGE_PREFIX + name, change,
+                                                   terrain.shape) / cell_size
     except TerrainError as exc:
         raise StateFileError(f"{where}: {exc}") from None
     return terrain, meta
