@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import numpy as np
@@ -56,3 +57,29 @@ def local_minima(h: np.ndarray, depth: float) -> int:
                 lowest = np.minimum(lowest, h[1 + dy:h.shape[0] - 1 + dy,
                                               1 + dx:h.shape[1] - 1 + dx])
     return int((c < lowest - depth).sum())
+
+
+class FailingFile:
+    """A file that takes ``budget`` bytes, then fails like a full disk (the fault
+    suites of the CLI's writers and of bake and export wrap files in it)."""
+
+    def __init__(self, f, budget: int) -> None:
+        self._f, self._budget = f, budget
+
+    def write(self, data) -> int:
+        data = bytes(data)
+        if len(data) > self._budget:
+            self._f.write(data[:self._budget])
+            self._budget = 0
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._budget -= len(data)
+        return self._f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()

@@ -28,6 +28,7 @@ from blender_helpers import (
     same_state,
     staged_addon,
 )
+from conftest import FailingFile
 
 te = staged_addon()
 UserError = te.simcore.errors.UserError
@@ -43,31 +44,6 @@ def tree(folder: Path) -> dict[str, bytes | None]:
             for p in sorted(folder.rglob("*"))}
 
 
-class _FailingFile:
-    """A file that takes ``budget`` bytes, then fails like a full disk."""
-
-    def __init__(self, f, budget: int) -> None:
-        self._f, self._budget = f, budget
-
-    def write(self, data) -> int:
-        data = bytes(data)
-        if len(data) > self._budget:
-            self._f.write(data[:self._budget])
-            self._budget = 0
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._budget -= len(data)
-        return self._f.write(data)
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._f.close()
-
-
 @contextlib.contextmanager
 def full_disk_at(monkeypatch, k: int, budget: int = 0):
     """The ``k``-th file written (from 0) fails after ``budget`` bytes (0: at its
@@ -79,7 +55,7 @@ def full_disk_at(monkeypatch, k: int, budget: int = 0):
     def file_for(fd):
         opened.append(fd)
         f = real(fd)
-        return _FailingFile(f, budget) if len(opened) - 1 == k else f
+        return FailingFile(f, budget) if len(opened) - 1 == k else f
 
     with monkeypatch.context() as m:
         m.setattr(fileio, "_file_for", file_for)

@@ -7,7 +7,6 @@ and the message names the path."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import signal
 import stat
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import FailingFile
 
 from simcore import fileio
 from simcore.cli import main
@@ -74,31 +74,6 @@ def test_path_is_a_directory(tmp_path, writer):
     assert leftovers(tmp_path) == []
 
 
-class _FailingFile:
-    """A file that takes ``budget`` bytes, then fails like a full disk."""
-
-    def __init__(self, f, budget: int) -> None:
-        self._f, self._budget = f, budget
-
-    def write(self, data) -> int:
-        data = bytes(data)
-        if len(data) > self._budget:
-            self._f.write(data[:self._budget])
-            self._budget = 0
-            raise OSError(errno.ENOSPC, "No space left on device")
-        self._budget -= len(data)
-        return self._f.write(data)
-
-    def __getattr__(self, name):
-        return getattr(self._f, name)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._f.close()
-
-
 @pytest.mark.parametrize("where", [0.0, 1e-9, 0.1, 0.5, 0.999])
 @pytest.mark.parametrize("writer", WRITERS)
 def test_disk_full_at_a_chosen_byte(tmp_path, monkeypatch, writer, where):
@@ -108,7 +83,7 @@ def test_disk_full_at_a_chosen_byte(tmp_path, monkeypatch, writer, where):
     target = tmp_path / f"out{suffix}"
     target.write_bytes(PREVIOUS)
     real = fileio._file_for
-    monkeypatch.setattr(fileio, "_file_for", lambda fd: _FailingFile(real(fd), budget))
+    monkeypatch.setattr(fileio, "_file_for", lambda fd: FailingFile(real(fd), budget))
     with pytest.raises(OutputPathError, match="No space left") as info:
         write(target)
     assert str(target) in str(info.value) and "free some disk space" in str(info.value)
