@@ -5,7 +5,9 @@ resolution, as 16-bit grayscale PNG (normalised to the map's range) and/or 32-bi
 float EXR (exact local values), with Blender's own image writer, plus a JSON sidecar
 (cell size, height range and scale, seed, preset, parameters, add-on version) and the
 rivers (polylines with flow) and lakes (mask) as data. Image row 0 is the grid's
-lowest local Y, so the picture's top is +Y (north) as seen from above.
+lowest local Y, so the picture's top is +Y (north) as seen from above. The change maps
+(``change_<process>``: how much each process moved the ground) are signed: their PNG
+range is symmetric about 0, so mid-grey is no change.
 
 A re-export is all or nothing: the whole set is written into a staging folder inside
 the chosen folder and moved in only when complete, replacing the earlier set of the
@@ -46,6 +48,9 @@ SIDECAR_SCHEMA = 1
 #: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs);
 #: map names are the float attributes' names without "te_"
 UNIT_MAPS = tuple(f.exact[3:] for f in FIELDS.values() if f.exact and f.unit == "0..1")
+#: signed maps: each process's change (``change_<process>``, from te_change_<process>)
+#: keeps a range symmetric about 0 in PNGs, so mid-grey is no change
+SIGNED_MAPS = tuple(a[3:] for a in gridio.CHANGE_LAYERS.values())
 PNG_LEVELS = 65535
 
 
@@ -253,6 +258,10 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
         lo, hi = (0.0, 1.0) if name in UNIT_MAPS else (float(values.min()),
                                                        float(values.max()))
         entry = {"min": lo, "max": hi, "files": {}}
+        if name in SIGNED_MAPS:  # mid-grey = 0: the range is symmetric
+            reach = max(abs(lo), abs(hi))
+            lo, hi = -reach, reach
+            entry = {"min": lo, "max": hi, "files": {}, **_change_entry(name, values)}
         for fmt in formats:
             path = out / f"{base}_{name}{FORMATS[fmt]}"
             if fmt == "PNG":
@@ -296,6 +305,21 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
     atomic_write(side, lambda f: f.write(text.encode("utf-8")))
     written.append(side)
     return [p.name for p in written]
+
+
+def _change_entry(name: str, values: np.ndarray) -> dict:
+    """What a change map's sidecar entry says besides its range."""
+    process = name[len("change_"):]
+    return {
+        "process": process, "signed": True,
+        "meaning": f"how much {process} raised (+) or lowered (-) the ground since the "
+                   "original heights (te_original_z); the change maps add up to the whole "
+                   "change",
+        "units": "local (like height; EXR: the exact values)",
+        "value_min": float(values.min()), "value_max": float(values.max()),
+        "png_decode": "value = min + (png / 65535) * (max - min), min = -max: mid-grey "
+                      "(32767.5) is no change",
+    }
 
 
 def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,

@@ -13,7 +13,7 @@ import numpy as np
 
 from .simcore.errors import UserError
 from .simcore.layers import to_vertices
-from .simcore.processes import FIELDS
+from .simcore.processes import FIELDS, PROCESSES
 
 #: Our attributes, from the terrain arrays' descriptions (simcore/fields.py): color
 #: layers (FLOAT_COLOR, point domain, value as gray 0..1) and float layers with the
@@ -25,7 +25,13 @@ FLOAT_LAYERS = {f.name: f.exact for f in FIELDS.values() if f.exact}
 LENGTH_LAYERS = tuple(f.name for f in FIELDS.values() if f.exact and f.is_length)
 #: Heights before the first run, kept until the user applies or resets.
 ORIGINAL_Z = "te_original_z"
-OUR_ATTRIBUTES = set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIGINAL_Z}
+#: How much each process raised (+) or lowered (-) the ground since the original
+#: heights (``Terrain.changes``), a float layer per process in local units: together
+#: they add up to z - te_original_z.
+CHANGE_PREFIX = "te_change_"
+CHANGE_LAYERS = {name: CHANGE_PREFIX + name for name in PROCESSES}
+OUR_ATTRIBUTES = (set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORIGINAL_Z}
+                  | set(CHANGE_LAYERS.values()))
 
 MAX_VERTICES = 4096 * 4096
 
@@ -256,6 +262,15 @@ def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:
     for name in [a.name for a in me.attributes if a.name in OUR_ATTRIBUTES]:
         if keep_original and name == ORIGINAL_Z:
             continue
+        me.attributes.remove(me.attributes[name])
+
+
+def forget_original(me: bpy.types.Mesh) -> None:
+    """Apply: the current heights become the original. The original heights and the
+    change layers (measured from them) are removed; the state layers stay (a run
+    resumes from them, its changes counted from here)."""
+    for name in [a.name for a in me.attributes
+                 if a.name == ORIGINAL_Z or a.name in CHANGE_LAYERS.values()]:
         me.attributes.remove(me.attributes[name])
 
 

@@ -151,6 +151,11 @@ class ErosionJob:
         self.outputs = _produced(params)
         self.write_colors = settings.write_colors
         self.with_water = "pool" in self.outputs and settings.water_surface
+        #: processes whose change layer the run writes: the enabled ones and those
+        #: whose layer the mesh holds (read back by _read_changes)
+        self.change_count = len(set(params) | {
+            name for name, attr in gridio.CHANGE_LAYERS.items()
+            if me.attributes.get(attr) is not None})
         check_run(len(me.vertices), params, f"eroding '{obj.name}' ({len(me.vertices):,} "
                   "vertices)", extra_per_cell=self.bytes_per_vertex())
         positions = gridio.read_positions(me)
@@ -171,6 +176,7 @@ class ErosionJob:
                                "(e.g. Mesh > Clean Up) before eroding")
         self.snapshot = gridio.MeshSnapshot.take(me)
         terrain, resumed = self._read_state(me, z)
+        self._read_changes(me, terrain)
         self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.with_trees = "trees" in params
         if self.with_trees and resumed:
@@ -201,7 +207,7 @@ class ErosionJob:
         #: the per-vertex buffers and the write-back (addon/writeback.py)
         self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
                                        self.write_colors, self.with_trees, self.with_water,
-                                       original)
+                                       original, tuple(self.sim.terrain.changes))
         self._frame: writeback.Frame | None = None  # a frame being written, a tick at a time
         self._check_buffer: np.ndarray | None = None
         #: frames written (each a whole write-back)
@@ -229,7 +235,8 @@ class ErosionJob:
         """Memory this job needs per vertex beyond the simulation's (simcore.memory):
         the positions it keeps, the write-back's buffers and the layers it adds to the
         mesh (writeback.bytes_per_vertex)."""
-        return writeback.bytes_per_vertex(self.outputs, self.write_colors, self.with_water)
+        return writeback.bytes_per_vertex(self.outputs, self.write_colors, self.with_water,
+                                          self.change_count)
 
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
@@ -255,6 +262,23 @@ class ErosionJob:
         terrain = Terrain.from_heights((z - sediment) / unit, world_cell, world_units=False,
                                        sediment=sediment / unit, **arrays)
         return terrain, True
+
+    def _read_changes(self, me: bpy.types.Mesh, terrain: Terrain) -> None:
+        """Each process's change so far from its ``te_change_<process>`` layer (local
+        units -> cell units), so the run adds on and the layers keep adding up to the
+        change since the original heights -- also when the state was not resumed (the
+        mesh was edited since: the edit is no process's). Without original heights the
+        run writes them now, so every change layer starts at zero (a layer of a process
+        not in this run too: it is rewritten as zeros). A layer of another type (a user
+        attribute with our name) is not read; the run replaces it if it writes it."""
+        since = me.attributes.get(gridio.ORIGINAL_Z) is not None
+        unit = self.scale.height_unit
+        for name, attr in gridio.CHANGE_LAYERS.items():
+            values = gridio.read_float_layer(me, attr, self.grid)
+            if values is not None:
+                finite = np.isfinite(values)
+                terrain.changes[name] = (np.where(finite, values, 0.0) / unit if since
+                                         else np.zeros_like(values))
 
     def find_object(self) -> bpy.types.Object | None:
         """The object again (references die on undo and file loads): by name, else by

@@ -258,10 +258,7 @@ class TERRAIN_OT_apply(_TerrainOperator, bpy.types.Operator):
     bl_options = {'REGISTER', 'UNDO'}
 
     def execute(self, context):
-        me = context.active_object.data
-        attr = me.attributes.get(gridio.ORIGINAL_Z)
-        if attr is not None:
-            me.attributes.remove(attr)
+        gridio.forget_original(context.active_object.data)
         return {'FINISHED'}
 
 

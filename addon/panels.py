@@ -7,7 +7,7 @@ import dataclasses
 import bpy
 
 from . import warmup
-from .grid import COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
+from .grid import CHANGE_PREFIX, COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
 from .overlay import compass
 from .simcore.params import is_legacy
 from .simcore.simulation import PROCESSES
@@ -90,6 +90,8 @@ class TERRAIN_PT_output(ErosionSubPanel, bpy.types.Panel):
         # every te_* layer a run may write (simcore/fields.py and the processes' fields)
         wrap_label(col, "Color layers: " + ", ".join(COLOR_LAYERS.values()))
         wrap_label(col, "Float layers: " + ", ".join(FLOAT_LAYERS.values()))
+        wrap_label(col, f"{CHANGE_PREFIX}<process>: how much <process> moved the ground "
+                   "(local units; one layer per process, together the whole change)")
 
 
 def _with_unit(group, field: dataclasses.Field) -> str:

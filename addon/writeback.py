@@ -10,10 +10,10 @@ whose values did not change since the last frame are not written again. Blender 
 about a frame when it is whole: one depsgraph update and redraw a frame, and the viewport
 never shows half of one.
 
-Order: the vertex check, the float state layers (the records first, bedrock and sediment
-depth last), the trees, then the heights. From there the mesh holds the frame's whole
-state (what a kept or resumed run continues from); the color layers and the water
-surface, which only show that state, follow.
+Order: the vertex check, the float state layers (the records first, then the change
+per process, bedrock and sediment depth last), the trees, then the heights. From there
+the mesh holds the frame's whole state (what a kept or resumed run continues from); the
+color layers and the water surface, which only show that state, follow.
 
 The floor of a tick is one item: in the bpy module at 2048² a layer takes 3-50 ms; in
 Blender's UI, where the depsgraph shares the mesh's arrays after each redraw, the first
@@ -47,13 +47,16 @@ FIRST_RATE = 6e-9
 #: float state layers written last, just before the heights: a mesh whose heights equal
 #: bedrock + sediment depth holds one frame's state (addon/job.py resumes from it)
 _LAST = ("bedrock", "sediment")
+#: the item kinds that hold state (what a resumed run reads back), the rest only show it
+_STATE = ("check", "original", "float", "change", "trees", "positions")
 
 
 @dataclasses.dataclass
 class Item:
     """One write: ``kind`` is 'check' (the vertex check that starts a frame),
-    'original', 'float' (``name`` = terrain array), 'trees', 'positions', 'color'
-    (``name`` = terrain array) or 'water'."""
+    'original', 'float' (``name`` = terrain array), 'change' (``name`` = process: its
+    ``te_change_<process>`` layer), 'trees', 'positions', 'color' (``name`` = terrain
+    array) or 'water'."""
 
     kind: str
     name: str = ""
@@ -78,34 +81,39 @@ class Frame:
     @property
     def state_written(self) -> bool:
         """True once the state items (layers, trees, heights) are on the mesh."""
-        return not any(i.kind in ("check", "original", "float", "trees", "positions")
-                       for i in self.items)
+        return not any(i.kind in _STATE for i in self.items)
 
 
 class Writer:
     """The per-vertex buffers and the write-back of one erosion job: per vertex 2 x 12
-    bytes of positions (the mesh's, the next frame's), 4 per float layer, 16 per color
-    layer, 16 for the water surface, 4 for the original heights
-    (:func:`bytes_per_vertex`). Buffers keep the values last written, so a layer that
+    bytes of positions (the mesh's, the next frame's), 4 per float layer (the change
+    layers included), 16 per color layer, 16 for the water surface, 4 for the original
+    heights (:func:`bytes_per_vertex`). Buffers keep the values last written, so a layer that
     did not change is not written again."""
 
     def __init__(self, grid: gridio.Grid, scale: RealScale, positions: np.ndarray,
                  outputs: list[str], colors: bool, trees: bool, water: bool,
-                 original: np.ndarray | None) -> None:
+                 original: np.ndarray | None, changes: tuple[str, ...] = ()) -> None:
         self.grid = grid
         #: the grid's real size: cell-unit lengths x scale.height_unit are local units
         self.scale = scale
         self.order = None if grid.identity else grid.order
         #: (n, 3) float32: the positions the mesh holds (what a vertex check expects)
         self.shown = positions
-        floats = [o for o in outputs if o not in _LAST] + [o for o in _LAST if o in outputs]
-        self._layers = (floats, [o for o in outputs if colors and o in gridio.COLOR_LAYERS],
-                        water)
+        #: the state layers in the order a frame writes them: (kind, name), kind 'float'
+        #: (a terrain array) or 'change' (a process's change, terrain.changes[name])
+        self._state = ([("float", o) for o in outputs if o not in _LAST]
+                       + [("change", p) for p in changes]
+                       + [("float", o) for o in _LAST if o in outputs])
+        #: what only shows the state: the color layers, the water surface
+        self._shown = ([o for o in outputs if colors and o in gridio.COLOR_LAYERS], water)
         self.trees = trees
         #: the buffers, made by the first :meth:`prepare` (on the worker thread in a live
         #: run: touching 0.5 GB at 2048² takes the main thread seconds)
         self._next: np.ndarray | None = None  # x, y never change; z is the next frame's
         self.floats: dict[str, np.ndarray] = {}
+        #: process -> its change layer's buffer
+        self.changes: dict[str, np.ndarray] = {}
         self.colors: dict[str, np.ndarray] = {}
         self.water: tuple[np.ndarray, np.ndarray] | None = None
         #: (n,) float32 heights before the first run, written with the first frame
@@ -123,9 +131,12 @@ class Writer:
     # -- on any thread: numerics only, no bpy ------------------------------------------
     def _allocate(self) -> None:
         n = self.grid.rows * self.grid.cols
-        floats, colors, water = self._layers
+        colors, water = self._shown
         self._next = self.shown.copy()
-        self.floats = {name: np.empty(n, np.float32) for name in floats}
+        self.floats = {name: np.empty(n, np.float32) for kind, name in self._state
+                       if kind == "float"}
+        self.changes = {name: np.empty(n, np.float32) for kind, name in self._state
+                        if kind == "change"}
         self.colors = {name: np.empty(4 * n, np.float32) for name in colors}
         if water:
             self.water = (self.shown.reshape(-1).copy(), np.empty(n, np.float32))
@@ -142,10 +153,14 @@ class Writer:
         items = [Item("check", values=3 * n)]  # the vertices, before anything is written
         if self.original is not None:
             items.append(Item("original", values=n))
-        for name, buf in self.floats.items():
-            scale = unit if name in gridio.LENGTH_LAYERS else 1.0
-            changed = vertex_values(getattr(terrain, name), buf, scale, self.order)
-            items.append(Item("float", name, n, changed or everything))
+        for kind, name in self._state:
+            if kind == "change":  # lengths: cell units -> local
+                values, buf, scale = terrain.changes[name], self.changes[name], unit
+            else:
+                values, buf = getattr(terrain, name), self.floats[name]
+                scale = unit if name in gridio.LENGTH_LAYERS else 1.0
+            changed = vertex_values(values, buf, scale, self.order)
+            items.append(Item(kind, name, n, changed or everything))
         height = terrain.height()
         trees = None
         if self.trees:
@@ -172,9 +187,9 @@ class Writer:
             gridio.ensure_attribute(me, gridio.ORIGINAL_Z, 'FLOAT').data.foreach_set(
                 "value", self.original)
             self.original = None
-        for name in self._layers[0]:
-            gridio.ensure_attribute(me, gridio.FLOAT_LAYERS[name], 'FLOAT')
-        for name in self._layers[1]:
+        for kind, name in self._state:
+            gridio.ensure_attribute(me, _attribute(kind, name), 'FLOAT')
+        for name in self._shown[0]:
             gridio.ensure_attribute(me, gridio.COLOR_LAYERS[name], 'FLOAT_COLOR')
 
     def _begin(self, frame: Frame, obj: bpy.types.Object) -> None:
@@ -183,8 +198,9 @@ class Writer:
         me = obj.data
 
         def missing(item: Item) -> bool:
-            if item.kind == "float":
-                return me.attributes.get(gridio.FLOAT_LAYERS[item.name]) is None
+            if item.kind in ("float", "change"):
+                attr = me.attributes.get(_attribute(item.kind, item.name))
+                return attr is None or attr.data_type != 'FLOAT' or attr.domain != 'POINT'
             if item.kind == "color":
                 return me.attributes.get(gridio.COLOR_LAYERS[item.name]) is None
             water = obj.terrain_erosion.water_object
@@ -264,9 +280,10 @@ class Writer:
             gridio.ensure_attribute(me, gridio.ORIGINAL_Z, 'FLOAT').data.foreach_set(
                 "value", self.original)
             self.original = None
-        elif item.kind == "float":
-            gridio.ensure_attribute(me, gridio.FLOAT_LAYERS[item.name], 'FLOAT').data \
-                .foreach_set("value", self.floats[item.name])
+        elif item.kind in ("float", "change"):
+            buf = (self.floats if item.kind == "float" else self.changes)[item.name]
+            gridio.ensure_attribute(me, _attribute(item.kind, item.name), 'FLOAT').data \
+                .foreach_set("value", buf)
         elif item.kind == "trees":
             self.extras["trees_object"] = instances.set_trees(
                 obj, *frame.trees, self.scale).session_uid
@@ -282,15 +299,22 @@ class Writer:
             self.extras["water_object"] = water.session_uid
 
 
-def bytes_per_vertex(outputs: list[str], colors: bool, water: bool) -> int:
+def _attribute(kind: str, name: str) -> str:
+    """The mesh attribute of a 'float' or 'change' item."""
+    return gridio.FLOAT_LAYERS[name] if kind == "float" else gridio.CHANGE_LAYERS[name]
+
+
+def bytes_per_vertex(outputs: list[str], colors: bool, water: bool,
+                     changes: int = 0) -> int:
     """Memory a job needs per vertex beyond the simulation's (simcore.memory): the
     positions four times (the mesh's and the next frame's in :class:`Writer`, the Esc
     snapshot, the vertex check's buffer: 48 bytes), the original heights (ours and the
-    new layer: 8), and per float layer 8, per color layer 32, for the water 32 (our
-    buffer and Blender's layer each time; the water mesh shares the terrain's topology).
+    new layer: 8), and per float layer 8 (``changes``: one per process whose change is
+    written), per color layer 32, for the water 32 (our buffer and Blender's layer
+    each time; the water mesh shares the terrain's topology).
     Measured (benchmarks/bench_memory.py, 512² to 1024², the default preset's layers,
     trees and water): 372-386 bytes a vertex in all, estimate 454 (150 + 32 simcore,
     272 here)."""
-    floats = sum(1 for o in outputs if o in gridio.FLOAT_LAYERS)
+    floats = sum(1 for o in outputs if o in gridio.FLOAT_LAYERS) + changes
     shown = sum(1 for o in outputs if colors and o in gridio.COLOR_LAYERS)
     return 48 + 8 + 8 * floats + 32 * shown + (32 if water else 0)
