@@ -211,21 +211,6 @@ def _missing_text(folder: Path, path: Path | None = None) -> str:
     return f"the baked frame {path} is missing from the cache: bake again"
 
 
-def read_manifest(folder: Path) -> dict:
-    path = folder / MANIFEST
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise BakeError(_missing_text(folder, path)) from None
-    except (OSError, ValueError) as exc:
-        raise BakeError(f"the cache description {path} is unreadable ({exc}); bake "
-                        "again") from None
-    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
-        raise BakeError(f"{path} is not a Terrain Erosion cache of this version; bake "
-                        "again")
-    return data
-
-
 def _set_points(me: bpy.types.Mesh, co: np.ndarray, size: np.ndarray) -> None:
     if len(me.vertices) != len(co):
         me.clear_geometry()
