@@ -98,3 +98,49 @@ def numpy_grid(bpy, n: int, cell: float = 1.0, relief: float = 3.0, seed: int = 
     obj = make_grid_object(name, z, cell, cell, 0.0, 0.0)
     bpy.context.view_layer.objects.active = obj
     return obj
+
+
+class PanelRecorder:
+    """A stand-in for a panel's layout (panels cannot be drawn in background mode): it
+    records what a draw() puts on it as (kind, name or text, label text) tuples --
+    ("prop", property, text), ("label", text, None), ("operator", idname, text),
+    ("menu", idname, text), ("progress", text, None) -- and checks that every property
+    and operator it names exists."""
+
+    def __init__(self, log: list | None = None) -> None:
+        self.log = [] if log is None else log
+        self.scale_y, self.use_property_split, self.active = 1.0, False, True
+
+    def _child(self, *args, **kw) -> PanelRecorder:
+        return PanelRecorder(self.log)
+
+    box = row = column = _child
+
+    def prop(self, data, name, text=None, **kw):
+        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
+        self.log.append(("prop", name, text))
+
+    def prop_search(self, data, name, *args, **kw):
+        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
+        self.log.append(("prop", name, kw.get("text")))
+
+    def label(self, text="", icon='NONE'):
+        self.log.append(("label", text, None))
+
+    def operator(self, idname, text=None, icon='NONE', **kw):
+        import types
+
+        import bpy
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        self.log.append(("operator", idname, text))
+        return types.SimpleNamespace()  # takes operator properties like .filepath
+
+    def menu(self, idname, text="", icon='NONE'):
+        self.log.append(("menu", idname, text))
+
+    def progress(self, factor=0.0, type='BAR', text=""):
+        self.log.append(("progress", text, None))
+
+    def separator(self, *args, **kw):
+        pass

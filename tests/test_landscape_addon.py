@@ -12,6 +12,7 @@ import bpy
 import numpy as np
 import pytest
 from blender_helpers import (
+    PanelRecorder,
     add_grid,
     mesh_state,
     positions,
@@ -48,33 +49,9 @@ def edges(a):
     return np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]])
 
 
-class _Recorder:
-    """Records (property, label text) and labels a panel draws (no drawing in -b)."""
-
-    def __init__(self, log):
-        self.log = log
-        self.scale_y, self.use_property_split, self.active = 1.0, False, True
-
-    def _child(self, *args, **kw):
-        return _Recorder(self.log)
-
-    box = row = column = _child
-
-    def prop(self, data, name, text=None, **kw):
-        assert name in data.bl_rna.properties, name
-        self.log.append(("prop", name, text))
-
-    def prop_search(self, data, name, *args, **kw):
-        assert name in data.bl_rna.properties, name
-        self.log.append(("prop", name, kw.get("text")))
-
-    def label(self, text="", icon='NONE'):
-        self.log.append(("label", text, None))
-
-
 def _draw(cls, obj):
     log = []
-    panel = types.SimpleNamespace(layout=_Recorder(log))
+    panel = types.SimpleNamespace(layout=PanelRecorder(log))
     context = types.SimpleNamespace(active_object=obj)
     if hasattr(cls, "draw_header"):
         cls.draw_header(panel, context)

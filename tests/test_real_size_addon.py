@@ -12,7 +12,7 @@ import types
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import positions, staged_addon
+from blender_helpers import PanelRecorder, positions, staged_addon
 
 te = staged_addon()
 from terrain_erosion.scale import RealScale  # noqa: E402
@@ -98,47 +98,18 @@ def test_the_automatic_rule_and_the_status_line(blender):
     assert scale.world_cell == g.cell_size == scale.height_unit and scale.s == 1.0
 
 
-class _Recorder:
-    """Records the properties and labels a panel draws (no drawing in -b)."""
-
-    def __init__(self, log):
-        self.log = log
-        self.scale_y, self.use_property_split, self.active = 1.0, False, True
-
-    def _child(self, *args, **kw):
-        return _Recorder(self.log)
-
-    box = row = column = _child
-
-    def prop(self, data, name, text=None, **kw):
-        assert name in data.bl_rna.properties, name
-        self.log.append(("prop", name))
-
-    def label(self, text="", icon='NONE'):
-        self.log.append(("label", text))
-
-    def operator(self, *args, **kw):
-        return types.SimpleNamespace()
-
-    def menu(self, *args, **kw):
-        pass
-
-    def progress(self, *args, **kw):
-        pass
-
-
 def test_the_panel_shows_real_size_and_exaggeration_with_the_work(blender):
     obj = demo_object(33, 2.0)
     obj.terrain_erosion.apply_preset(find_preset("default"))
     log = []
-    panel = types.SimpleNamespace(layout=_Recorder(log))
+    panel = types.SimpleNamespace(layout=PanelRecorder(log))
     context = types.SimpleNamespace(active_object=obj,
                                     window_manager=bpy.context.window_manager)
     bpy.types.TERRAIN_PT_main.draw(panel, context)
-    props = [name for kind, name in log if kind == "prop"]
+    props = [name for kind, name, _ in log if kind == "prop"]
     assert props.index("real_size") == props.index("particles") + 1
     assert props.index("vertical_exaggeration") == props.index("real_size") + 1
-    labels = " ".join(text for kind, text in log if kind == "label")
+    labels = " ".join(text for kind, text, _ in log if kind == "label")
     assert "treated as 5.0 km" in labels
     # rain per area x the REAL area: 0.0034 per m^2 on 5 km x 5 km (33 x 33 cells of
     # 156 m), not on 2 m x 2 m (1 particle)

@@ -9,7 +9,7 @@ import types
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import staged_addon
+from blender_helpers import PanelRecorder, staged_addon
 
 te = staged_addon()
 from terrain_erosion.simcore.noise import upland_terrain  # noqa: E402
@@ -23,30 +23,13 @@ def _grid(n=48, width=2.0):
     return obj, z
 
 
-class _Log:
-    """A layout that records the labels a panel draws."""
-
-    def __init__(self, log):
-        self.log = log
-
-    def _child(self, *args, **kw):
-        return _Log(self.log)
-
-    box = row = column = _child
-
-    def label(self, text="", icon='NONE'):
-        self.log.append(text)
-
-    def operator(self, idname, text=None, icon='NONE'):
-        self.log.append(idname)
-
-
 def _draw(obj) -> list[str]:
     log = []
     context = types.SimpleNamespace(active_object=obj,
                                     window_manager=bpy.context.window_manager)
-    te.report_ui.TERRAIN_PT_report.draw(types.SimpleNamespace(layout=_Log(log)), context)
-    return log
+    te.report_ui.TERRAIN_PT_report.draw(types.SimpleNamespace(layout=PanelRecorder(log)),
+                                        context)
+    return [text for kind, text, _ in log if kind == "label"]
 
 
 def test_report_measures_before_and_now_in_world_units(blender):
