@@ -9,6 +9,7 @@ import bpy
 from . import warmup
 from .grid import CHANGE_PREFIX, COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
 from .overlay import compass
+from .simcore.errors import UserError
 from .simcore.params import is_legacy
 from .simcore.simulation import PROCESSES
 from .ui import ErosionSubPanel, ErosionTab, wrap_label
@@ -45,8 +46,11 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
         row.prop(s, "particles")
         extent = grid_extent(obj, quick=True)  # grid_status just read it
         if per_area and extent is not None and ok:
-            col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
-                      icon='INFO')
+            try:
+                col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
+                          icon='INFO')
+            except UserError as exc:  # e.g. a rain per area that would run for days
+                wrap_label(col, str(exc), icon='ERROR')
         col = layout.column(align=True)  # the world the run sees (addon/scale.py)
         col.prop(s, "real_size")
         col.prop(s, "vertical_exaggeration")

@@ -648,6 +648,19 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     assert ("operator", "terrain.preset_apply") in menu_log
 
 
+def test_a_rain_per_area_that_would_run_for_days_is_a_message_not_a_hang(blender):
+    """1e6 particles per square metre on a grid treated as 5 km would be 2.5e13
+    particles: the panel says so instead of failing to draw, and Erode refuses it."""
+    obj = add_grid(bpy, n=16)
+    obj.terrain_erosion.particles_per_area = 1e6
+    context = types.SimpleNamespace(active_object=obj,
+                                    window_manager=bpy.context.window_manager)
+    labels = " ".join(text for kind, text in _draw_all_panels(context) if kind == "label")
+    assert "particles, more than 1e+10" in labels, labels
+    with pytest.raises(te.simcore.errors.UserError, match="more than 1e"):
+        te.job.ErosionJob(obj)
+
+
 # -- rain per area (issue: presets give work per area, tuned for 30 m cells) -------------
 def _target(obj) -> int:
     """Particles the next run on ``obj`` will do (whole batches)."""

@@ -82,7 +82,15 @@ class Preset:
         if self.particles_per_area > 0:
             rows, cols = terrain.shape
             area = rows * cols * float(terrain.cell_size) ** 2
-            return max(1, round(self.particles_per_area * area))
+            total = self.particles_per_area * area
+            most = SIMULATION_KEYS["particles"][2]
+            if total > most:  # would run for days (and not fit a particle index)
+                raise PresetError(
+                    f"rain per area {self.particles_per_area:g} per square world unit on "
+                    f"this {rows}x{cols} grid of {area:.4g} square world units makes "
+                    f"{total:.3g} particles, more than {most:.0e}: lower the rain per area "
+                    "(particles_per_area) or the grid's size")
+            return max(1, round(total))
         return self.particles
 
     def enabled_params(self) -> dict[str, Params]:
