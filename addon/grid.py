@@ -294,7 +294,10 @@ def _status_entry(obj, quick: bool = False) -> tuple[str, tuple[int, int, float]
     if quick and _last_key.get(shape) in _status_cache:
         return _status_cache[_last_key[shape]]
     co = read_positions(me)  # ~1 ms per million vertices: keeps the cache honest
-    key = (*shape, float(co[:, 0].sum()), float(co[:, 1].sum()))
+    # the spread of x and y as well: a grid centred on the origin sums to 0 at any size,
+    # and a new mesh may get a freed one's address
+    key = (*shape, float(co[:, 0].sum()), float(co[:, 1].sum()),
+           float(np.abs(co[:, 0]).sum()), float(np.abs(co[:, 1]).sum()))
     if key not in _status_cache:
         extent = None
         try:

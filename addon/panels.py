@@ -49,7 +49,7 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
             try:
                 col.label(text=f"\u2248 {s.work(*extent):,} particles for this grid",
                           icon='INFO')
-            except UserError as exc:  # e.g. a rain per area that would run for days
+            except UserError as exc:  # e.g. a rain per area that would run for weeks
                 wrap_label(col, str(exc), icon='ERROR')
         col = layout.column(align=True)  # the world the run sees (addon/scale.py)
         col.prop(s, "real_size")

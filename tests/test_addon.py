@@ -656,7 +656,7 @@ def test_a_rain_per_area_that_would_run_for_days_is_a_message_not_a_hang(blender
     context = types.SimpleNamespace(active_object=obj,
                                     window_manager=bpy.context.window_manager)
     labels = " ".join(text for kind, text in _draw_all_panels(context) if kind == "label")
-    assert "particles, more than 1e+10" in labels, labels
+    assert "particles, more than 1e+12" in labels, labels
     with pytest.raises(te.simcore.errors.UserError, match="more than 1e"):
         te.job.ErosionJob(obj)
 

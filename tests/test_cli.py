@@ -60,8 +60,8 @@ def test_generate_erode_resume_and_shade(tmp_path, capsys):
     (["--extent", "nan"], "--extent must be a positive number of world units"),
     (["--extent", "1e9"], "--extent must be a positive number of world units"),
     (["--vertical-exaggeration", "0"], "--vertical-exaggeration must be a number"),
-    # a rain per area that would run for days (here 3.6e11 particles) is refused
-    (["--cell-size", "30", "--set", "particles_per_area=1e6"], "more than 1e+10"),
+    # a rain per area that would run for weeks (here 3.6e13 particles) is refused
+    (["--cell-size", "300", "--set", "particles_per_area=1e6"], "more than 1e+12"),
 ])
 def test_bad_input_exits_2_with_a_message_and_writes_nothing(tmp_path, capsys, args, message):
     good = tmp_path / "good.npy"

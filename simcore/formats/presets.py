@@ -43,6 +43,9 @@ SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
 #: particles_per_area x rows x cols x cell_size^2, see Preset.work); ``particles`` is
 #: then only the fallback where the extent is unknown. Setting ``particles`` explicitly
 #: (``--particles``, ``--set particles=N``) switches it off.
+#: the most particles a rain per area may make on a grid: far beyond a run that ends
+#: (1e12 is days at the fastest) yet refusing the mix-ups (1e6 per m² on 5 km: 2.5e13)
+MAX_AREA_PARTICLES = 1e12
 AREA_KEY = ("particles_per_area", 0.0, 0.0, 1e6,
             "particles per square world unit (e.g. 0.006 per m^2 = 6000 per km^2)")
 #: Optional real-world size the preset is meant for: metres across the grid's longer
@@ -83,8 +86,8 @@ class Preset:
             rows, cols = terrain.shape
             area = rows * cols * float(terrain.cell_size) ** 2
             total = self.particles_per_area * area
-            most = SIMULATION_KEYS["particles"][2]
-            if total > most:  # would run for days (and not fit a particle index)
+            most = MAX_AREA_PARTICLES
+            if total > most:  # weeks of work: a typo or a unit mix-up, not a plan
                 raise PresetError(
                     f"rain per area {self.particles_per_area:g} per square world unit on "
                     f"this {rows}x{cols} grid of {area:.4g} square world units makes "
