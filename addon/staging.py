@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from .simcore.errors import OutputPathError, describe_os_error
+from .simcore.fileio import _pid_alive
 
 STAGING = ".te-staging-"
 ASIDE = ".te-aside-"
@@ -39,17 +40,7 @@ def is_transaction_folder(name: str) -> bool:
 def _stale(pid: int) -> bool:
     """True for a folder of a process that no longer runs, or of this one (its
     transaction is over: one at a time per process)."""
-    if pid == os.getpid():
-        return True
-    if os.name != "posix":
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return pid == os.getpid() or not _pid_alive(pid)
 
 
 def sweep(folder: Path) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import subprocess
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -83,3 +86,19 @@ class FailingFile:
 
     def __exit__(self, *exc):
         self._f.close()
+
+
+@contextlib.contextmanager
+def small_tmpfs(tmp_path: Path, size: str = "64k"):
+    """A small real file system of ``size`` (root can mount tmpfs here; otherwise the
+    case is skipped: the byte-level injection covers every writer anyway)."""
+    mnt = tmp_path / f"mnt-{uuid.uuid4().hex[:6]}"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import bpy
@@ -28,7 +27,7 @@ from blender_helpers import (
     same_state,
     staged_addon,
 )
-from conftest import FailingFile
+from conftest import FailingFile, small_tmpfs
 
 te = staged_addon()
 UserError = te.simcore.errors.UserError
@@ -77,21 +76,6 @@ def rename_fails_at(monkeypatch, k: int, code: int = errno.EROFS):
     with monkeypatch.context() as m:
         m.setattr(os, "replace", replace)
         yield calls
-
-
-@contextlib.contextmanager
-def small_tmpfs(tmp_path: Path, size: str = "4m"):
-    """A real small file system (root can mount tmpfs here; otherwise skip)."""
-    mnt = tmp_path / f"mnt-{uuid.uuid4().hex[:6]}"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 # ------------------------------------------------------------------ bake
@@ -228,7 +212,7 @@ def test_bake_operator_failure_is_a_message_and_bake_is_one_undo_step(blender, t
 
 def test_rebake_into_a_read_only_folder_is_refused_and_changes_nothing(blender, tmp_path):
     obj = saved_terrain(tmp_path)
-    with small_tmpfs(tmp_path) as mnt:
+    with small_tmpfs(tmp_path, "4m") as mnt:
         obj.terrain_bake.cache_dir = str(mnt / "cache")
         te.bake.bake(obj, 1, 3, 300)
         folder = mnt / "cache"

@@ -13,12 +13,11 @@ import stat
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FailingFile
+from conftest import FailingFile, small_tmpfs
 
 from simcore import fileio
 from simcore.cli import main
@@ -89,22 +88,6 @@ def test_disk_full_at_a_chosen_byte(tmp_path, monkeypatch, writer, where):
     assert str(target) in str(info.value) and "free some disk space" in str(info.value)
     assert target.read_bytes() == PREVIOUS, "the previous file is intact"
     assert leftovers(tmp_path) == []
-
-
-@contextlib.contextmanager
-def small_tmpfs(tmp_path: Path, size: str = "64k"):
-    """A tiny real file system (root can mount tmpfs here; otherwise skip the case:
-    the byte-level injection above covers every writer anyway)."""
-    mnt = tmp_path / f"mnt-{uuid.uuid4().hex[:6]}"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("writer", WRITERS)
