@@ -2,7 +2,10 @@
 
 Export writes the heights and every ``te_*`` float layer of a grid at the grid's
 resolution, as 16-bit grayscale PNG (normalised to the map's range) and/or 32-bit
-float EXR (exact local values), with Blender's own image writer, plus a JSON sidecar
+float EXR (exact local values), with Blender's own image writer, and/or one
+multi-layer EXR (``<name>_layers.exr``: every map as a named 32-bit float channel,
+the sidecar's facts in its header; simcore/formats/exr.py, through the OpenImageIO
+module Blender ships -- 4.2 has none: then a message says so), plus a JSON sidecar
 (cell size, height range and scale, seed, preset, parameters, add-on version) and the
 rivers (polylines with flow) and lakes (mask) as data. Image row 0 is the grid's
 lowest local Y, so the picture's top is +Y (north) as seen from above. The change maps
@@ -16,7 +19,9 @@ earlier set exactly as it was. The Name is a plain file name prefix: the maps ne
 outside the chosen folder.
 
 Import makes a new grid object from a 16-bit PNG or EXR heightmap (a sidecar next to
-it, if present, restores cell size and height range exactly).
+it, if present, restores cell size and height range exactly). A multi-layer EXR gives
+the heights from its ``height`` channel and every other channel back as the object's
+``te_<channel>`` float layer, bit for bit; its header stands in for a missing sidecar.
 
 Blender 4.2 and 5.x: ``Image.save_render`` with a scene's ``image_settings`` works in
 both; the settings are put back afterwards. Non-color ("data") images are written
@@ -40,10 +45,19 @@ from .simcore import __version__ as simcore_version
 from .simcore.channels import label_lakes, stream_polylines
 from .simcore.errors import InputFileError, OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
+from .simcore.formats import exr
 from .simcore.layers import WET_DEPTH
 from .simcore.processes import FIELDS
 
-FORMATS = {"PNG": ".png", "EXR": ".exr"}
+#: map formats and the file name ending of each; MULTI_EXR is one file for all maps
+FORMATS = {"PNG": ".png", "EXR": ".exr", "MULTI_EXR": "_layers.exr"}
+MULTI = "MULTI_EXR"
+MISSING_OIIO = ("Multi-layer EXR needs OpenImageIO, which this Blender does not include; "
+                "use the separate EXR files")
+#: sidecar entries not copied into the multi-layer EXR's header (the per-map record and
+#: the run's settings are in the sidecar only)
+NOT_IN_HEADER = ("maps", "enabled", "parameters", "provenance", "png_decode", "schema",
+                 "generator")
 SIDECAR_SCHEMA = 1
 #: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs);
 #: map names are the float attributes' names without "te_"
@@ -69,6 +83,26 @@ def addon_version() -> str:
 
 
 # ------------------------------------------------------------------ image writing
+
+def blender_site_packages() -> list[Path]:
+    """The folders where this Blender keeps its own Python packages (in Blender and in
+    the bpy module: ``<version>/python/lib/python3.x/site-packages``; on Windows
+    ``<version>/python/lib/site-packages``)."""
+    found: list[Path] = []
+    for kind in ('LOCAL', 'SYSTEM'):
+        root = bpy.utils.resource_path(kind)
+        if root:
+            lib = Path(root) / "python" / "lib"
+            found += [*sorted(lib.glob("python3*/site-packages")), lib / "site-packages"]
+    return [p for p in dict.fromkeys(found) if p.is_dir()]
+
+
+def openimageio():
+    """The OpenImageIO module Blender ships (built against Blender's own EXR libraries),
+    else one the user installed; MissingLibraryError (a UserError) with
+    :data:`MISSING_OIIO` when there is none (Blender 4.2)."""
+    return exr.load_openimageio(blender_site_packages(), MISSING_OIIO)
+
 
 def _save_image(path: Path, raster: np.ndarray, fmt: str) -> None:
     """Write a (rows, cols) float raster as a grayscale image, via a temporary file
@@ -232,7 +266,9 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
         raise gridio.GridError(problem)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not formats:
-        raise ExportError(f"unknown map format(s) {unknown}; use PNG and/or EXR")
+        raise ExportError(f"unknown map format(s) {unknown}; use PNG, EXR and/or "
+                          f"{MULTI}")
+    oiio = openimageio() if MULTI in formats else None
     base = check_basename(basename or bpy.path.clean_name(obj.name))
     folder = check_export_folder(folder)
     grid = gridio.detect_grid(obj.data)
@@ -243,13 +279,13 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     previous = previous_export(folder, base)
     with staging.Staging(folder) as stage:
         names = _write_set(obj, stage.path, base, formats, maps, grid, scale,
-                           stream_threshold)
+                           stream_threshold, oiio)
         stage.commit(names, previous)
     return [folder / name for name in names]
 
 
 def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid,
-               scale: RealScale, stream_threshold: float) -> list[str]:
+               scale: RealScale, stream_threshold: float, oiio=None) -> list[str]:
     """Write the whole export into ``out`` (the staging folder); returns the file
     names, the sidecar last."""
     written: list[Path] = []
@@ -262,7 +298,7 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
             reach = max(abs(lo), abs(hi))
             lo, hi = -reach, reach
             entry = {"min": lo, "max": hi, "files": {}, **_change_entry(name, values)}
-        for fmt in formats:
+        for fmt in (f for f in formats if f != MULTI):
             path = out / f"{base}_{name}{FORMATS[fmt]}"
             if fmt == "PNG":
                 span = hi - lo
@@ -275,6 +311,9 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
         record[name] = entry
     written += _export_water(out, base, maps, grid, stream_threshold, record)
     h = maps["height"]
+    multi = f"{base}{FORMATS[MULTI]}" if MULTI in formats else None
+    for name in maps if multi else ():
+        record[name]["files"][MULTI] = multi
     sidecar = {
         "schema": SIDECAR_SCHEMA,
         "generator": "Terrain Erosion",
@@ -297,9 +336,18 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
         "height_scale": float(h.max() - h.min()),
         "png_decode": "value = min + (png / 65535) * (max - min)",
         "image_rows": "image bottom row = lowest local Y (top of the picture = +Y)",
+        **({"multilayer_exr": {
+            "file": multi, "channels": list(maps),
+            "decode": "one 32-bit float channel per map, named as the map (EXR lists them "
+                      "alphabetically): the exact local values; header attributes "
+                      "TerrainErosion/<key> repeat this sidecar's facts",
+            "row_order": exr.ROW_ORDER}} if multi else {}),
         "maps": record,
         **_settings_record(obj),
     }
+    if multi:
+        facts = {k: v for k, v in sidecar.items() if k not in NOT_IN_HEADER}
+        written.append(exr.write(out / multi, maps, facts, oiio))
     side = out / f"{base}.json"
     text = json.dumps(sidecar, indent=1, sort_keys=False)
     atomic_write(side, lambda f: f.write(text.encode("utf-8")))
@@ -355,8 +403,9 @@ def read_sidecar(path: Path) -> dict | None:
     None when there is none."""
     stem = path.stem
     candidates = [path.with_suffix(".json")]
-    if stem.endswith("_height"):
-        candidates.insert(0, path.with_name(stem[:-len("_height")] + ".json"))
+    for ending in ("_height", "_layers"):
+        if stem.endswith(ending):
+            candidates.insert(0, path.with_name(stem[:-len(ending)] + ".json"))
     for side in candidates:
         if side.is_file():
             try:
@@ -413,8 +462,15 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     path = Path(bpy.path.abspath(str(filepath)))
     if path.suffix.lower() not in (".png", ".exr"):
         raise InputFileError(f"cannot import {path.name}: use a 16-bit PNG or an EXR")
-    raw = _load_image(path)
-    side = read_sidecar(path)
+    if not path.is_file():
+        raise InputFileError(f"cannot read {path}: no such file")
+    layers: dict[str, np.ndarray] = {}
+    if path.suffix.lower() == ".exr" and exr.is_multilayer(path):
+        layers, side = _read_layers(path)
+        raw = layers.pop(exr.HEIGHT)
+    else:
+        raw = _load_image(path)
+        side = read_sidecar(path)
     cell_x = cell_y = 1.0
     if side is not None:
         cell_x = float(side.get("cell_size_x", 1.0))
@@ -435,9 +491,32 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     real = _real_size(side, path) if side is not None else None
     obj = make_grid_object(name or path.stem, z, cell_x, cell_y, x0, y0)
     obj["terrain_erosion_source"] = str(path)
+    if layers:
+        grid = gridio.detect_grid(obj.data)
+        for channel, values in layers.items():
+            gridio.write_float_layer(obj.data, "te_" + channel, grid, values)
     if real is not None:
         obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = real
     return obj
+
+
+def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], dict | None]:
+    """The channels of a multi-layer EXR (float32 grids by name) and its sidecar:
+    the .json beside it, else the facts its header repeats, else None."""
+    layers = exr.read(path, openimageio(), max_cells=gridio.MAX_VERTICES)
+    rows, cols = layers.channels[exr.HEIGHT].shape
+    if rows < 3 or cols < 3:
+        raise InputFileError(f"{path} is {cols}x{rows} pixels; a heightmap needs at "
+                             "least 3x3")
+    side = read_sidecar(path)
+    if side is None and layers.attributes.get("generator") == "Terrain Erosion":
+        side = {}
+        for key, text in layers.attributes.items():
+            try:
+                side[key] = json.loads(text)
+            except ValueError:
+                side[key] = text
+    return layers.channels, side
 
 
 def _real_size(side: dict, path: Path) -> tuple[float, float] | None:
@@ -458,8 +537,9 @@ def _real_size(side: dict, path: Path) -> tuple[float, float] | None:
 # ------------------------------------------------------------------ operators & panel
 
 class TERRAIN_OT_export_maps(bpy.types.Operator):
-    """Export heights and every layer as 16-bit PNG and/or 32-bit EXR, with a JSON
-    sidecar (cell size, height range, seed, preset, parameters), rivers and lakes"""
+    """Export heights and every layer as 16-bit PNG and/or 32-bit EXR files, and/or one
+    multi-layer EXR, with a JSON sidecar (cell size, height range, seed, preset,
+    parameters), rivers and lakes"""
 
     bl_idname = "terrain.export_maps"
     bl_label = "Export Maps"
@@ -473,6 +553,13 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
                                 description="Write 16-bit grayscale PNGs (normalised)")
     exr: bpy.props.BoolProperty(name="32-bit EXR", default=True,
                                 description="Write 32-bit float EXRs (exact values)")
+    # off by default: Blender 4.2 has no OpenImageIO, and the separate files are what
+    # game engines import; on, it adds one file and changes nothing else
+    multilayer: bpy.props.BoolProperty(
+        name="Multi-layer EXR", default=False,
+        description="Also write one EXR holding the heights and every layer as named "
+                    "32-bit float channels (<Name>_layers.exr; needs the OpenImageIO "
+                    "that Blender 4.5+ includes)")
 
     @classmethod
     def poll(cls, context):
@@ -487,7 +574,8 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
         return {'RUNNING_MODAL'}
 
     def execute(self, context):
-        formats = tuple(f for f, on in (("PNG", self.png), ("EXR", self.exr)) if on)
+        formats = tuple(f for f, on in (("PNG", self.png), ("EXR", self.exr),
+                                         (MULTI, self.multilayer)) if on)
         try:
             files = export_maps(context.active_object, self.directory or "//",
                                 self.basename, formats)
@@ -499,7 +587,8 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
 
 
 class TERRAIN_OT_import_heightmap(bpy.types.Operator):
-    """Make a new grid object from a 16-bit PNG or EXR heightmap"""
+    """Make a new grid object from a 16-bit PNG or EXR heightmap, or from a
+    multi-layer EXR with all its layers"""
 
     bl_idname = "terrain.import_heightmap"
     bl_label = "Import Heightmap"

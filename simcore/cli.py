@@ -5,6 +5,7 @@
     python -m simcore presets
     python -m simcore shade --input eroded.npz --output eroded.png
     python -m simcore report eroded.npz
+    python -m simcore export eroded.npz --output eroded.exr
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ examples:
   python -m simcore erode --preset default --input hills.npy --cell-size 30 --output state.npz \\
       --particles 500000 --set droplets.Kq=20 --set droplets.Ki=0.3
   python -m simcore erode --preset default --input state.npz --output more.npz  # resume
+  python -m simcore export state.npz --output state.exr  # every layer, one EXR
 
 heights in .npy files are world units; --cell-size is the world distance between
 neighbouring samples (default 1; `generate` makes 30 m cells and prints the value to
@@ -37,7 +39,9 @@ output comes back in the map's units. An .npz output holds the whole state (ever
 by name, plus 'height' in world units and JSON 'metadata' whose 'units' names each
 array's unit: 'cell' = world length / cell_size); pass it as
 --input to continue a run with the same random sequence. --particles 0 does no work
-(an .npy input is written out as a state).
+(an .npy input is written out as a state). An .exr output (or `export`) is a
+multi-layer EXR: the same grids as the .npz, one 32-bit float channel each, named as
+the arrays, the metadata as header attributes (needs: pip install OpenImageIO).
 
 exit codes: 0 done, 2 a problem with the input, parameters or output (one line on
 stderr says what to do; nothing is written), 130 interrupted (nothing written).
@@ -209,7 +213,8 @@ def cmd_erode(args: argparse.Namespace) -> int:
     from .simulation import Simulation
     from .terrain import MAX_CELLS, MAX_SIDE
 
-    out = _check_output(args.output, (".npy", ".npz"))
+    outputs = (".npy", ".npz", ".exr")
+    out = _check_output(args.output, outputs)
     if args.cell_size is not None:
         _cell_size(args.cell_size)
     preset = find_preset(args.preset)
@@ -222,8 +227,9 @@ def cmd_erode(args: argparse.Namespace) -> int:
                        "downsample it first")
     check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
     estimate = (state_bytes((rows, cols), len(preset.enabled_params()))
-                if out.suffix.lower() == ".npz" else heights_bytes((rows, cols)))
-    _check_output(args.output, (".npy", ".npz"), estimate)
+                if out.suffix.lower() != ".npy" else heights_bytes((rows, cols)))
+    _check_output(args.output, outputs, estimate)
+    oiio = _openimageio() if out.suffix.lower() == ".exr" else None
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                      particles=preset.work(terrain), rounds_done=rounds_done)
     t0 = time.perf_counter()
@@ -244,11 +250,59 @@ def cmd_erode(args: argparse.Namespace) -> int:
     meta["preset"] = preset.name
     if out.suffix.lower() == ".npz":
         save_state(out, terrain, meta)
+    elif oiio is not None:
+        _save_exr(out, terrain, meta, oiio)
     else:  # in the input's units
         save_heights(out, terrain.world_height() * back if back != 1.0 else
                      terrain.world_height())
     if not args.quiet:
         print(f"wrote {out} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    return 0
+
+
+def _openimageio():
+    """The OpenImageIO module, checked before any work (CliError if there is none)."""
+    from .formats.exr import load_openimageio
+
+    try:
+        return load_openimageio()
+    except UserError as exc:
+        raise CliError(f"--output: {exc}") from None
+
+
+def _save_exr(out: Path, terrain, meta: dict, oiio) -> None:
+    """A multi-layer EXR of a state: its grids as channels, its metadata as header
+    attributes (cell size, units of every channel, seed, ...)."""
+    from . import __version__
+    from .formats import exr
+    from .formats.states import state_grids
+
+    grids, units = state_grids(terrain)
+    order = ["height", *(n for n in grids if n != "height")]
+    facts = {**{k: v for k, v in meta.items() if k != "units"},
+             "cell_size": terrain.cell_size, "outflow": terrain.outflow,
+             "simcore_version": __version__,
+             "units": {n: units[n] for n in order},
+             "unit_meaning": "world: world units; cell: world length / cell_size"}
+    exr.write(out, {n: grids[n] for n in order}, facts, oiio)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .fileio import check_memory
+    from .formats.states import load_state, state_bytes
+
+    out = _check_output(args.output, (".exr",))
+    if not args.state.lower().endswith(".npz"):
+        raise CliError(f"{args.state}: export reads an .npz state (erode --output X.npz)")
+    oiio = _openimageio()
+    terrain, meta = load_state(args.state)
+    rows, cols = terrain.shape
+    check_memory(rows * cols * 8 * (len(terrain.arrays()) + len(terrain.changes) + 4),
+                 f"exporting a {rows}x{cols} grid")
+    _check_output(args.output, (".exr",), state_bytes((rows, cols), len(terrain.changes)))
+    _save_exr(out, terrain, meta, oiio)
+    if not args.quiet:
+        print(f"wrote {out}", file=sys.stderr)
     return 0
 
 
@@ -353,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="preset name (see 'presets') or path to a .toml (default)")
     e.add_argument("--input", required=True, help=".npy heightmap or .npz state")
     e.add_argument("--output", required=True,
-                   help=".npy (heights, world units) or .npz (whole state)")
+                   help=".npy (heights, world units), .npz (whole state) or .exr (the "
+                   "state's grids as one multi-layer EXR)")
     e.add_argument("--cell-size", type=float,
                    help="distance between samples of a .npy input, in its own units (1)")
     e.add_argument("--extent", type=float, metavar="WORLD",
@@ -382,6 +437,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: rebuilt from the state's books (eroded, deposited, uplifted)")
     r.add_argument("--json", action="store_true", help="the figures as JSON")
     r.set_defaults(func=cmd_report)
+
+    x = sub.add_parser("export", help="a state's heights and every layer as one "
+                       "multi-layer 32-bit float EXR (named channels; needs OpenImageIO)")
+    x.add_argument("state", help=".npz state (erode --output X.npz)")
+    x.add_argument("--output", required=True, help="where to write the .exr")
+    x.add_argument("--quiet", action="store_true", help="no message on stderr")
+    x.set_defaults(func=cmd_export)
 
     s = sub.add_parser("shade", help="shaded-relief PNG of a heightmap or state "
                        "(pools of a state in blue)")

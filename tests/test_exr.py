@@ -5,7 +5,9 @@ users run), else the PyPI package (the 4.2 line)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -212,7 +214,65 @@ def test_a_missing_folder_is_refused(tmp_path):
 
 
 def test_no_openimageio_is_a_clear_error(monkeypatch, tmp_path):
-    monkeypatch.setitem(__import__("sys").modules, "OpenImageIO", None)
+    monkeypatch.setitem(sys.modules, "OpenImageIO", None)
     with pytest.raises(exr.MissingLibraryError, match="pip install OpenImageIO"):
         exr.write(tmp_path / "t.exr", layers(3, 3), {})
     assert folder_names(tmp_path) == []
+
+
+# ------------------------------------------------------------------ the CLI
+
+@pytest.fixture
+def state(tmp_path):
+    from simcore import cli
+    from simcore.formats.states import save_heights
+    from simcore.noise import fractal_terrain
+    save_heights(tmp_path / "h.npy", fractal_terrain(24, seed=2)[:, :19] * 10)
+    assert cli.main(["erode", "--input", str(tmp_path / "h.npy"), "--output",
+                     str(tmp_path / "s.npz"), "--particles", "800", "--quiet",
+                     "--cell-size", "30"]) == 0
+    return tmp_path / "s.npz"
+
+
+def test_cli_export_writes_every_grid_of_the_state(state, tmp_path):
+    from simcore import cli
+    from simcore.formats.states import load_state, state_grids
+    out = tmp_path / "s.exr"
+    assert cli.main(["export", str(state), "--output", str(out), "--quiet"]) == 0
+    back = exr.read(out, OIIO)
+    terrain, meta = load_state(state)
+    grids, units = state_grids(terrain)
+    assert any(n.startswith("change_") for n in grids)
+    assert sorted(back.channels) == sorted(grids)
+    for name, values in grids.items():
+        assert np.array_equal(back.channels[name], values.astype(np.float32)), name
+    assert float(back.attributes["cell_size"]) == 30.0
+    assert json.loads(back.attributes["units"])["height"] == "world"
+    assert int(back.attributes["seed"]) == meta["seed"]
+
+
+def test_cli_erode_to_exr_is_the_state_as_exr(state, tmp_path):
+    from simcore import cli
+    a, b = tmp_path / "a.exr", tmp_path / "b.exr"
+    args = ["erode", "--input", str(tmp_path / "h.npy"), "--particles", "800", "--quiet",
+            "--cell-size", "30", "--output"]
+    assert cli.main([*args, str(a)]) == 0
+    assert cli.main(["export", str(state), "--output", str(b), "--quiet"]) == 0
+    ca, cb = exr.read(a, OIIO).channels, exr.read(b, OIIO).channels
+    assert ca.keys() == cb.keys()
+    assert all(np.array_equal(ca[n], cb[n]) for n in ca)
+
+
+def test_cli_export_errors_are_one_line_and_write_nothing(state, tmp_path, capsys,
+                                                          monkeypatch):
+    from simcore import cli
+    assert cli.main(["export", str(tmp_path / "h.npy"), "--output", str(tmp_path / "x.exr")]) == 2
+    assert cli.main(["export", str(state), "--output", str(tmp_path / "x.png")]) == 2
+    monkeypatch.setitem(sys.modules, "OpenImageIO", None)
+    assert cli.main(["export", str(state), "--output", str(tmp_path / "x.exr")]) == 2
+    assert cli.main(["erode", "--input", str(tmp_path / "h.npy"), "--output",
+                     str(tmp_path / "x.exr"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "export reads an .npz state" in err and "use one of .exr" in err
+    assert err.count("pip install OpenImageIO") == 2
+    assert not list(tmp_path.glob("x.*"))

@@ -136,7 +136,7 @@ def channel_names(path: str | Path) -> list[str]:
     if head[:4] != MAGIC:
         raise ExrFileError(f"{path} is not an OpenEXR file")
     flags = int.from_bytes(head[4:8], "little") >> 8
-    if flags & 0x1E:  # tiled, deep or multi-part
+    if flags & 0x1A:  # tiled (0x2), deep (0x8) or multi-part (0x10); 0x4 = long names
         raise ExrFileError(f"{path} is a tiled, deep or multi-part EXR; a multi-layer "
                            "heightmap is one scanline image")
     pos = 8

@@ -51,15 +51,22 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
     ``world``, ``0..1`` or ``factor`` (see :mod:`simcore.fields`). ``change_<process>``
     (world units) is how much each process raised or lowered every cell so far
     (``Terrain.changes``); together they add up to the whole change."""
+    grids, units = state_grids(terrain)
+    meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
+            "units": units}
+    arrays = {**grids, "trees": terrain.trees, "metadata": np.array(json.dumps(meta))}
+    return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+
+
+def state_grids(terrain: Terrain) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The grids a state file holds -- every terrain array by name, ``height`` in world
+    units, ``change_<process>`` in world units -- and the unit of each (and of the
+    entries the state adds, see :data:`simcore.fields.EXTRA_UNITS`)."""
     changes = {f"{CHANGE_PREFIX}{name}": change * terrain.cell_size
                for name, change in terrain.changes.items()}
     units = ({n: f.unit for n, f in fields().items()} | EXTRA_UNITS
              | dict.fromkeys(changes, "world"))
-    meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
-            "units": units}
-    arrays = {**terrain.arrays(), "trees": terrain.trees, "height": terrain.world_height(),
-              **changes, "metadata": np.array(json.dumps(meta))}
-    return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return {**terrain.arrays(), "height": terrain.world_height(), **changes}, units
 
 
 def save_heights(path: str | Path, heights: np.ndarray) -> Path:

@@ -1,0 +1,181 @@
+"""Multi-layer EXR export and import in real Blender (bpy module), on every line.
+
+Blender 4.5, 5.0 and 5.2 use the OpenImageIO module Blender ships; the 4.2 bpy has
+none, so there the PyPI package the test venv installs stands in (what a 4.2 user
+without OpenImageIO gets is the message tested last)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import positions, staged_addon
+from test_bake_export_faults import full_disk_at, tree
+
+te = staged_addon()
+UserError = te.simcore.errors.UserError
+
+
+def all_layers(obj) -> dict[str, np.ndarray]:
+    return te.export._layers(obj, te.grid.detect_grid(obj.data))
+
+
+def bits(a) -> np.ndarray:
+    return np.ascontiguousarray(a, np.float32).view(np.uint32)
+
+
+@pytest.fixture
+def eroded(blender):
+    """A non-square terrain eroded by droplets, hydrology and trees: heights, layers
+    and change maps."""
+    rng = np.random.default_rng(4)
+    yy, xx = np.mgrid[0:21, 0:29]
+    z = 0.05 * yy + 0.3 * np.sin(xx / 4.0) + 0.02 * rng.random((21, 29))
+    obj = te.export.make_grid_object("Hills", z, 0.15, 0.15)
+    s = obj.terrain_erosion
+    s.seed, s.particles, s.real_size = 3, 2000, 4.0
+    s.hydrology.enabled = True
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    return obj
+
+
+def test_which_openimageio_blender_uses(blender):
+    oiio = te.export.openimageio()
+    ships = any((d / "OpenImageIO").is_dir() for d in te.export.blender_site_packages())
+    assert ships == (bpy.app.version >= (4, 5, 0))
+    assert ("/bpy/" in oiio.__file__.replace("\\", "/")) == ships, oiio.__file__
+    print(f"Blender {bpy.app.version_string}: OpenImageIO {oiio.VERSION_STRING} from "
+          f"{oiio.__file__}")
+
+
+def test_multilayer_exr_round_trips_bit_exact(eroded, tmp_path):
+    obj = eroded
+    maps = all_layers(obj)
+    assert {"height", "bedrock", "sediment_depth", "stream", "pool_depth"} <= set(maps)
+    assert any(n.startswith("change_") for n in maps)
+    files = te.export.export_maps(obj, tmp_path, "hills", ("EXR", "MULTI_EXR"))
+    names = [f.name for f in files]
+    assert "hills_layers.exr" in names and names[-1] == "hills.json"
+    side = json.loads((tmp_path / "hills.json").read_text())
+    assert side["multilayer_exr"]["file"] == "hills_layers.exr"
+    assert sorted(side["multilayer_exr"]["channels"]) == sorted(maps)
+    assert all(side["maps"][n]["files"]["MULTI_EXR"] == "hills_layers.exr" for n in maps)
+
+    layers = te.simcore.formats.exr.read(tmp_path / "hills_layers.exr",
+                                         te.export.openimageio())
+    assert sorted(layers.channels) == sorted(maps)
+    for name, values in maps.items():  # the same pixels as the separate EXR files
+        single = te.export._load_image(tmp_path / f"hills_{name}.exr")
+        assert np.array_equal(layers.channels[name], single), name
+        assert np.array_equal(bits(layers.channels[name]), bits(values)), name
+    head = layers.attributes
+    assert json.loads(head["cell_size_x"]) == side["cell_size_x"]
+    assert head["addon_version"] == side["addon_version"]
+    assert head["units"] == side["units"]
+
+    new = te.export.import_heightmap(tmp_path / "hills_layers.exr")
+    assert new.name.startswith("hills_layers")
+    back = all_layers(new)
+    assert sorted(back) == sorted(maps)
+    for name, values in maps.items():
+        assert np.array_equal(bits(back[name]), bits(values)), name
+    assert np.array_equal(bits(positions(new.data)[:, 2]), bits(positions(obj.data)[:, 2]))
+    # x, y are rebuilt from origin + index x cell size, as for the separate files
+    assert np.allclose(positions(new.data)[:, :2], positions(obj.data)[:, :2], atol=1e-6)
+    for name in maps:
+        if name != "height":
+            attr = new.data.attributes["te_" + name]
+            assert (attr.data_type, attr.domain) == ('FLOAT', 'POINT'), name
+    assert new.terrain_erosion.real_size == pytest.approx(4.0)
+
+
+def test_the_header_stands_in_for_a_missing_sidecar(eroded, tmp_path):
+    obj = eroded
+    obj.scale = (1, 1, 1)
+    te.export.export_maps(obj, tmp_path, "solo", ("MULTI_EXR",))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".exr") == \
+        ["solo_layers.exr"], "the multi-layer file alone, no separate EXRs"
+    (tmp_path / "solo.json").unlink()
+    new = te.export.import_heightmap(tmp_path / "solo_layers.exr")
+    assert np.array_equal(bits(positions(new.data)[:, 2]), bits(positions(obj.data)[:, 2]))
+    assert np.allclose(positions(new.data)[:, :2], positions(obj.data)[:, :2], atol=1e-6)
+    assert new.terrain_erosion.real_size == pytest.approx(4.0)
+
+
+def test_the_operator_writes_it_on_request_only(eroded, tmp_path):
+    assert bpy.ops.terrain.export_maps(directory=str(tmp_path), basename="op") == {'FINISHED'}
+    assert not (tmp_path / "op_layers.exr").exists(), "off by default"
+    assert bpy.ops.terrain.export_maps(directory=str(tmp_path), basename="op", png=False,
+                                       exr=False, multilayer=True) == {'FINISHED'}
+    assert (tmp_path / "op_layers.exr").is_file()
+    assert not (tmp_path / "op_height.exr").exists(), "the re-export replaced the set"
+    assert bpy.ops.terrain.import_heightmap(filepath=str(tmp_path / "op_layers.exr")) \
+        == {'FINISHED'}
+    assert np.array_equal(bits(all_layers(bpy.context.active_object)["bedrock"]),
+                          bits(all_layers(eroded)["bedrock"]))
+
+
+def test_a_full_disk_at_every_file_keeps_the_previous_set(eroded, tmp_path, monkeypatch):
+    obj = eroded
+    out = tmp_path / "maps"
+    out.mkdir()
+    formats = ("EXR", "MULTI_EXR")
+    te.export.export_maps(obj, out, "wet", formats)
+    s = obj.terrain_erosion
+    s.particles = 1000
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    files = tree(out)
+    for k in range(len(files) + 2):
+        with full_disk_at(monkeypatch, k) as opened:
+            try:
+                te.export.export_maps(obj, out, "wet", formats)
+            except UserError as exc:
+                assert "No space left" in str(exc), exc
+            else:
+                assert k == len(opened) == len(files)
+                break
+        assert tree(out) == files, f"file {k}: the previous set exactly"
+    else:
+        pytest.fail("the export never succeeded")
+    assert tree(out)["wet_layers.exr"] != files["wet_layers.exr"]
+
+
+def test_damaged_and_foreign_files_are_messages(eroded, tmp_path):
+    te.export.export_maps(eroded, tmp_path, "d", ("MULTI_EXR",))
+    path = tmp_path / "d_layers.exr"
+    data = bytearray(path.read_bytes())
+    path.write_bytes(bytes(data[:len(data) // 2]))
+    with pytest.raises(UserError, match="d_layers.exr"):
+        te.export.import_heightmap(path)
+    data[len(data) // 2:len(data) // 2 + 64] = bytes(64)
+    path.write_bytes(bytes(data))
+    with pytest.raises(UserError, match="damaged"):
+        te.export.import_heightmap(path)
+    (tmp_path / "junk.exr").write_bytes(b"not an exr")
+    with pytest.raises(UserError, match="not an OpenEXR file"):
+        te.export.import_heightmap(tmp_path / "junk.exr")
+    with pytest.raises(RuntimeError, match="not an OpenEXR file"):  # reported ERROR
+        bpy.ops.terrain.import_heightmap(filepath=str(tmp_path / "junk.exr"))
+
+
+def test_without_openimageio_a_message_and_nothing_written(eroded, tmp_path, monkeypatch):
+    """Blender 4.2 ships no OpenImageIO: the import of it fails (made to fail here)."""
+    te.export.export_maps(eroded, tmp_path, "had", ("MULTI_EXR",))
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setitem(sys.modules, "OpenImageIO", None)  # `import OpenImageIO` fails
+    message = "Multi-layer EXR needs OpenImageIO, which this Blender does not include"
+    with pytest.raises(UserError, match=message):
+        te.export.export_maps(eroded, out, "x", ("EXR", "MULTI_EXR"))
+    assert tree(out) == {}
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.terrain.export_maps(directory=str(out), multilayer=True)
+    assert tree(out) == {}
+    with pytest.raises(RuntimeError, match=message + "; use the separate EXR files"):
+        bpy.ops.terrain.import_heightmap(filepath=str(tmp_path / "had_layers.exr"))
+    assert bpy.ops.terrain.export_maps(directory=str(out), basename="x") == {'FINISHED'}, \
+        "the separate files still work"
