@@ -274,6 +274,9 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     grid = gridio.detect_grid(obj.data)
     scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
     maps = _layers(obj, grid)
+    if MULTI in formats and "layers" in maps:
+        raise ExportError("the object has a float attribute 'te_layers', whose EXR would "
+                          "have the multi-layer file's name; rename the attribute")
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
     check_output(folder / f"{base}.json", estimate)
     previous = previous_export(folder, base)

@@ -41,7 +41,7 @@ from types import ModuleType
 
 import numpy as np
 
-from ..errors import InputFileError, OutputPathError, UserError
+from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
 from ..fileio import atomic_write, check_memory
 
 GENERATOR = "Terrain Erosion"
@@ -240,8 +240,7 @@ def write(path: str | Path, channels: Mapping[str, np.ndarray],
                     shutil.copyfileobj(src, f, 1 << 20)
             atomic_write(path, copy)
     except OSError as exc:  # the temporary folder itself
-        raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}; free some "
-                              "disk space or choose another folder") from None
+        raise OutputPathError(describe_os_error(exc, path)) from None
     return path
 
 
