@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--export-maps", metavar="FOLDER",
                    help="after the run, write heights and layers as 16-bit PNG + 32-bit "
                         "EXR with a JSON sidecar (and rivers, lakes) into FOLDER")
+    p.add_argument("--multilayer-exr", action="store_true",
+                   help="with --export-maps: also one multi-layer EXR, <object>_layers.exr "
+                        "(every map as a named 32-bit float channel; Blender 4.5+)")
     return p
 
 
@@ -72,6 +75,11 @@ def main(argv: list[str]) -> int:
         if args.export_maps:  # issue 14: checked before the run, written after it
             from .export import check_export_folder
             check_export_folder(args.export_maps)
+            if args.multilayer_exr:
+                from .export import openimageio
+                openimageio()  # none (Blender 4.2): say so before the run
+        elif args.multilayer_exr:
+            raise CliError("--multilayer-exr needs --export-maps FOLDER")
         settings = obj.terrain_erosion
         base = find_preset(args.preset) if args.preset else settings.to_preset(
             settings.preset)
@@ -102,7 +110,8 @@ def main(argv: list[str]) -> int:
                   f"{progress.seconds:.1f} s", flush=True)
         if args.export_maps:
             from .export import export_maps
-            files = export_maps(obj, args.export_maps)
+            files = export_maps(obj, args.export_maps, formats=(
+                "PNG", "EXR", *(("MULTI_EXR",) if args.multilayer_exr else ())))
             print(f"terrain_erosion: exported {len(files)} files to {args.export_maps}",
                   flush=True)
         if args.save_as:

@@ -179,3 +179,21 @@ def test_without_openimageio_a_message_and_nothing_written(eroded, tmp_path, mon
         bpy.ops.terrain.import_heightmap(filepath=str(tmp_path / "had_layers.exr"))
     assert bpy.ops.terrain.export_maps(directory=str(out), basename="x") == {'FINISHED'}, \
         "the separate files still work"
+
+
+def test_the_batch_command_writes_it_on_request(eroded, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "maps"
+    out.mkdir()
+    assert te.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
+                          str(out), "--multilayer-exr"]) == 0
+    layers = te.simcore.formats.exr.read(out / "Hills_layers.exr", te.export.openimageio())
+    assert np.array_equal(bits(layers.channels["height"]), bits(all_layers(eroded)["height"]))
+    assert (out / "Hills_height.png").is_file(), "beside the separate files"
+    assert te.batch.main(["--object", "Hills", "--multilayer-exr"]) == 2
+    monkeypatch.setitem(sys.modules, "OpenImageIO", None)
+    before = positions(eroded.data).copy()
+    assert te.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
+                          str(out), "--multilayer-exr"]) == 2
+    assert np.array_equal(positions(eroded.data), before), "refused before the run"
+    err = capsys.readouterr().err
+    assert "needs --export-maps" in err and "does not include" in err
