@@ -11,6 +11,8 @@ replaced).
 :func:`check_output` runs the same checks up front (a folder that exists, not a
 directory, writable, enough free space for the estimate), so a bad path is refused
 before the first particle falls. :func:`check_memory` refuses work that cannot fit.
+:func:`check_input` is what every reader calls before opening a file: a FIFO or a
+device would block for ever (or never end), so anything but a regular file is refused.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import OutputPathError, ResourceError, describe_os_error
+from .errors import InputFileError, OutputPathError, ResourceError, describe_os_error
 
 TEMP_SUFFIX = ".tmp"
 #: A leftover temporary file of a dead process is removed on the next write
@@ -163,8 +165,7 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[IO[bytes]], Any]) ->
     previous file (if any) is left as it was and no temporary file remains.
     """
     shown = Path(path)
-    target = resolve_target(shown)
-    _check_target(shown, target)
+    target = _checked_target(shown)
     sweep_stale_temps(target)
     tmp: Path | None = None
     try:
@@ -202,6 +203,21 @@ def _fsync_dir(folder: Path) -> None:
             os.close(fd)
 
 
+def _checked_target(shown: Path) -> Path:
+    """The file to write for ``shown``, checked; a name the system refuses (too long,
+    a NUL byte) is an OutputPathError like any other bad path, not a traceback."""
+    try:
+        target = resolve_target(shown)
+        _check_target(shown, target)
+    except OSError as exc:
+        raise OutputPathError(describe_os_error(exc, shown)) from None
+    except ValueError as exc:  # "embedded null byte"
+        if isinstance(exc, OutputPathError):
+            raise
+        raise OutputPathError(f"cannot write {shown!r}: {exc}; fix the path") from None
+    return target
+
+
 def _check_target(shown: Path, target: Path) -> None:
     if target.is_dir():
         raise OutputPathError(f"cannot write {shown}: it is a folder; give a file name")
@@ -221,8 +237,7 @@ def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
     shown = Path(path)
     if suffixes and shown.suffix.lower() not in suffixes:
         raise OutputPathError(f"cannot write {shown}: use one of {', '.join(suffixes)}")
-    target = resolve_target(shown)
-    _check_target(shown, target)
+    target = _checked_target(shown)
     try:
         fd, tmp = _new_temp(target)
         os.close(fd)
@@ -239,6 +254,28 @@ def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
                 f"cannot write {shown}: it needs about {_mb(estimate_bytes)} but only "
                 f"{_mb(free)} is free on that disk; free some space or choose another "
                 "folder")
+    return shown
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISDIR, "a folder"))
+
+
+def check_input(path: str | os.PathLike) -> Path:
+    """Refuse an input that is not a regular file, before anything opens it: opening a
+    FIFO waits for a writer for ever, a device never ends. InputFileError naming the
+    path; a path that cannot be looked at is left to the reader's own open (and its
+    message)."""
+    shown = Path(path)
+    try:
+        mode = os.stat(shown).st_mode
+    except (OSError, ValueError):
+        return shown
+    if not stat.S_ISREG(mode):
+        kind = next((text for test, text in _KINDS if test(mode)), "not a file")
+        raise InputFileError(f"cannot read {shown}: it is {kind}, not a regular file; "
+                             "give the path of a file")
     return shown
 
 

@@ -249,3 +249,219 @@ def test_cli_refuses_a_grid_that_does_not_fit_in_memory(tmp_path, monkeypatch, c
     err = capsys.readouterr().err
     assert "of memory but only" in err and "%" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
+
+
+# -- issue 28, round two: long names, FIFOs, damaged and foreign states ------------------
+
+LONG = "n" * 300  # longer than any file system's name limit (255 bytes)
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+def test_an_over_long_name_is_a_message_for_every_writer(tmp_path, writer):
+    write, suffix = WRITERS[writer]
+    target = tmp_path / f"{LONG}{suffix}"
+    with pytest.raises(OutputPathError, match="use a shorter name") as info:
+        write(target)
+    assert LONG in str(info.value)
+    with pytest.raises(OutputPathError, match="use a shorter name"):
+        fileio.check_output(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["generate", "erode", "shade", "export"])
+def test_cli_over_long_output_names_are_one_line(tmp_path, capsys, command):
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(16, seed=1))
+    state = tmp_path / "s.npz"
+    save_state(state, Terrain.from_heights(fractal_terrain(16, seed=1), 1.0), {"seed": 1})
+    suffix = {"generate": ".npy", "erode": ".npz", "shade": ".png", "export": ".exr"}[command]
+    args = {"generate": ["generate", "--size", "8"],
+            "erode": ["erode", "--input", str(src), "--particles", "0"],
+            "shade": ["shade", "--input", str(src)],
+            "export": ["export", str(state)]}[command]
+    assert main([*args, "--output", str(tmp_path / f"{LONG}{suffix}")]) == 2
+    err = capsys.readouterr().err
+    assert "shorter name" in err and "Traceback" not in err
+
+
+def _fifo(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+def _returns_quickly(fn, *args):
+    """Call ``fn(*args)`` in a thread; if it blocks (a FIFO opened for reading waits for
+    a writer), open the FIFO's other end to let it go and fail."""
+    import threading
+    out: dict = {}
+
+    def run():
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            out["error"] = exc
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():
+        for a in args:
+            if isinstance(a, (str, Path)) and Path(a).is_fifo():
+                with contextlib.suppress(OSError):
+                    os.close(os.open(a, os.O_WRONLY | os.O_NONBLOCK))
+        t.join(10)
+        pytest.fail(f"{getattr(fn, '__name__', fn)} blocked on a FIFO")
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def _readers():
+    from simcore.formats import exr
+    from simcore.formats.presets import load_preset
+    from simcore.formats.states import load_heights, read_npz_arrays
+    return {"state": (load_state, ".npz"), "npz arrays": (read_npz_arrays, ".npz"),
+            "heights": (load_heights, ".npy"), "preset": (load_preset, ".toml"),
+            "exr": (exr.channel_names, ".exr")}
+
+
+@pytest.mark.parametrize("reader", list(_readers()))
+def test_every_reader_refuses_a_fifo_instead_of_waiting(tmp_path, reader):
+    read, suffix = _readers()[reader]
+    fifo = _fifo(tmp_path, f"in{suffix}")
+    with pytest.raises(UserError, match="not a regular file") as info:
+        _returns_quickly(read, fifo)
+    assert str(fifo) in str(info.value)
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_is_refused_as_input(device):
+    from simcore.fileio import check_input
+    if not Path(device).exists():
+        pytest.skip(f"no {device}")
+    with pytest.raises(UserError, match="not a regular file"):
+        check_input(device)
+
+
+@pytest.mark.parametrize("option", ["--input", "--preset"])
+def test_cli_refuses_a_fifo_given_as_input(tmp_path, capsys, option):
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(16, seed=1))
+    fifo = _fifo(tmp_path, "in.toml" if option == "--preset" else "in.npy")
+    args = {"--input": str(src), option: str(fifo)}
+    argv = ["erode", "--input", args["--input"], "--output", str(tmp_path / "o.npz"),
+            "--particles", "0"]
+    if option == "--preset":
+        argv += ["--preset", str(fifo)]
+    assert _returns_quickly(main, argv) == 2
+    err = capsys.readouterr().err
+    assert "not a regular file" in err and "Traceback" not in err
+
+
+def _deflate_start(path: Path, member: str) -> int:
+    """Offset of the compressed data of ``member`` in a zip file."""
+    import struct
+    import zipfile
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        head = f.read(30)
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+@pytest.mark.parametrize("member", ["bedrock.npy", "metadata.npy", "trees.npy"])
+def test_a_damaged_compressed_state_is_a_message(tmp_path, member):
+    """A deflate stream that does not decode raises zlib.error inside zipfile."""
+    from simcore.formats.states import read_npz_arrays
+    from simcore.terrain import StateFileError
+    path = save_state(tmp_path / "s.npz", TERRAIN, {"seed": 1})
+    data = bytearray(path.read_bytes())
+    data[_deflate_start(path, member)] = 0xFF  # final block of the reserved type 3
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateFileError, match="damaged"):
+        load_state(path)
+    with pytest.raises(UserError):
+        read_npz_arrays(path)
+
+
+@pytest.mark.parametrize("where", [0.0, 0.01, 0.3, 0.7, 0.99])
+def test_a_failed_state_write_prints_no_zipfile_traceback(tmp_path, monkeypatch, where):
+    """numpy's savez leaves its ZipFile open on an error; its __del__ then writes to
+    the dead file and prints 'Exception ignored in ZipFile.__del__' after our message."""
+    import gc
+    full = save_state(tmp_path / "full.npz", TERRAIN, {"seed": 1}).stat().st_size
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    real = fileio._file_for
+    monkeypatch.setattr(fileio, "_file_for",
+                        lambda fd: FailingFile(real(fd), int(where * full)))
+    with pytest.raises(OutputPathError, match="No space left"):
+        save_state(tmp_path / "out.npz", TERRAIN, {"seed": 1})
+    gc.collect()
+    assert unraisable == []
+
+
+def test_an_interrupted_state_write_prints_no_zipfile_traceback(tmp_path, monkeypatch):
+    import gc
+
+    class Interrupting(FailingFile):
+        def write(self, data):
+            raise KeyboardInterrupt
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    real = fileio._file_for
+    monkeypatch.setattr(fileio, "_file_for", lambda fd: Interrupting(real(fd), 0))
+    with pytest.raises(KeyboardInterrupt):
+        save_state(tmp_path / "out.npz", TERRAIN, {"seed": 1})
+    gc.collect()
+    assert unraisable == []
+    assert leftovers(tmp_path) == []
+
+
+def _rewrite_meta(path: Path, change) -> Path:
+    import json
+    with np.load(path) as data:
+        meta = json.loads(str(data["metadata"]))
+        arrays = {k: data[k] for k in data.files if k != "metadata"}
+    change(meta)
+    out = path.with_name("changed.npz")
+    np.savez_compressed(out, metadata=np.array(json.dumps(meta)), **arrays)
+    return out
+
+
+def test_a_state_without_cell_size_is_refused_not_read_as_one(tmp_path):
+    from simcore.terrain import StateFileError
+    path = save_state(tmp_path / "s.npz", Terrain.from_heights(
+        fractal_terrain(16, seed=2), 30.0), {"seed": 1})
+    changed = _rewrite_meta(path, lambda m: m.pop("cell_size"))
+    with pytest.raises(StateFileError, match="cell_size"):
+        load_state(changed)
+
+
+@pytest.mark.parametrize("units", [
+    {"bedrock": "world"},                       # heights in world units, read as cells
+    {"height": "cell"},
+    {"sediment": "feet"},
+    ["cell"],
+    {"bedrock": 3},
+])
+def test_a_state_whose_units_differ_from_ours_is_refused(tmp_path, units):
+    from simcore.terrain import StateFileError
+    path = save_state(tmp_path / "s.npz", TERRAIN, {"seed": 1})
+
+    def change(meta):
+        if isinstance(units, dict):
+            meta["units"].update(units)
+        else:
+            meta["units"] = units
+    with pytest.raises(StateFileError, match="unit"):
+        load_state(_rewrite_meta(path, change))
+
+
+def test_units_of_our_own_states_and_of_older_ones_are_accepted(tmp_path):
+    path = save_state(tmp_path / "s.npz", TERRAIN, {"seed": 1})
+    load_state(path)
+    load_state(_rewrite_meta(path, lambda m: m.pop("units")))
+    load_state(_rewrite_meta(path, lambda m: m.update(units="arrays in cell units")))

@@ -42,7 +42,7 @@ from types import ModuleType
 import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
-from ..fileio import atomic_write, check_memory
+from ..fileio import atomic_write, check_input, check_memory
 
 GENERATOR = "Terrain Erosion"
 #: prefix of our header attributes
@@ -128,8 +128,11 @@ def channel_names(path: str | Path) -> list[str]:
     ExrFileError for a missing file or one that is not a single-part scanline EXR."""
     path = Path(path)
     try:
+        check_input(path)
         with open(path, "rb") as f:
             head = f.read(1 << 20)  # the header: ours is a few KB
+    except InputFileError as exc:  # a FIFO or a device: would block or never end
+        raise ExrFileError(str(exc)) from None
     except OSError as exc:
         raise ExrFileError(f"cannot read {path}: {exc.strerror or exc}; check the path") \
             from None

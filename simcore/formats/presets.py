@@ -25,8 +25,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..errors import describe_os_error
-from ..fileio import atomic_write
+from ..errors import InputFileError, describe_os_error
+from ..fileio import atomic_write, check_input
 from ..params import ParameterError, Params, describe_range
 from ..simulation import PROCESSES, process_params
 
@@ -214,8 +214,11 @@ def load_preset(path: str | Path) -> Preset:
     """Load and validate one preset file."""
     path = Path(path)
     try:
+        check_input(path)
         with open(path, "rb") as f:
             raw = f.read(MAX_PRESET_BYTES + 1)
+    except InputFileError as exc:  # a FIFO or a device: would block or never end
+        raise PresetError(str(exc)) from None
     except OSError as exc:
         raise PresetError(f"{path}: cannot read preset ({exc.strerror or exc}); check "
                           "the path") from None

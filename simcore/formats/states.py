@@ -12,6 +12,7 @@ import json
 import math
 import re
 import zipfile
+import zlib
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..fields import EXTRA_UNITS
-from ..fileio import atomic_write, check_memory
+from ..fileio import atomic_write, check_input, check_memory
 from ..terrain import (
     BYTES_PER_CELL,
     MAX_CELLS,
@@ -55,7 +56,18 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
     meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
             "units": units}
     arrays = {**grids, "trees": terrain.trees, "metadata": np.array(json.dumps(meta))}
-    return atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
+    return atomic_write(path, lambda f: write_npz(f, arrays))
+
+
+def write_npz(f: IO[bytes], arrays: dict[str, np.ndarray], compress: bool = True) -> None:
+    """What ``np.savez_compressed`` (``np.savez``) writes, with the zip file closed on
+    every path: numpy's leaves it open when a write fails, and its ``__del__`` later
+    writes into the dead file and prints a traceback after our message."""
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(f, mode="w", compression=method, allowZip64=True) as zf:
+        for name, value in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def state_grids(terrain: Terrain) -> tuple[dict[str, np.ndarray], dict[str, str]]:
@@ -96,6 +108,8 @@ def _npy_header(f: IO[bytes], where: str) -> tuple[tuple[int, ...], np.dtype]:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
         else:
             raise ValueError(f"unknown .npy version {version}")
+    except zlib.error:  # a damaged compressed member: load_state says so
+        raise
     except Exception as exc:  # numpy's header parser raises many kinds on junk
         raise StateFileError(f"{where}: not a valid .npy array ({exc})") from None
     if dtype.hasobject or dtype.kind not in "biuf" or dtype.names is not None:
@@ -116,7 +130,7 @@ def _check_array_size(shape: tuple[int, ...], dtype: np.dtype, where: str,
 
 def load_heights(path: str | Path) -> np.ndarray:
     """Read a 2-D heightmap from ..npy (world units)."""
-    path = Path(path)
+    path = check_input(path)
     where = f"{path}: cannot read heightmap"
     try:
         with open(path, "rb") as f:
@@ -169,7 +183,7 @@ def _read_member(zf: zipfile.ZipFile, name: str, where: str) -> np.ndarray:
 
 def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
     """Read an .npz written by :func:`save_state`; returns (terrain, metadata)."""
-    path = Path(path)
+    path = check_input(path)
     where = f"{path}: {NOT_A_STATE}"
     try:
         with zipfile.ZipFile(path) as zf:
@@ -200,9 +214,18 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
     except OSError as exc:
         raise StateFileError(f"{path}: cannot read state: {exc.strerror or exc}; check the "
                              "path") from None
+    except zlib.error as exc:
+        raise StateFileError(f"{where}: it is damaged (its compressed data does not "
+                             f"decode: {exc}); use an intact copy") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, KeyError, ValueError,
             NotImplementedError, RuntimeError) as exc:
         raise StateFileError(f"{where}: {type(exc).__name__}: {exc}") from None
+    _check_units(meta, set(arrays) | {"bedrock"} | {CHANGE_PREFIX + n for n in changes},
+                 where)
+    if "cell_size" not in meta:
+        raise StateFileError(f"{where}: its metadata has no 'cell_size' (the distance "
+                             "between samples), so its lengths cannot be known; save its "
+                             "'height' array as a .npy and give --cell-size")
     try:
         cell_size = check_cell_size(_meta_number(meta, "cell_size", 1.0, where))
     except TerrainError as exc:
@@ -227,12 +250,33 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
     return terrain, meta
 
 
+def _check_units(meta: dict, present: set[str], where: str) -> None:
+    """``metadata["units"]`` must give every array read the unit this version reads it
+    in (see :func:`state_grids`). States written before units were a mapping (no entry,
+    or one sentence) used the same units and load as they are."""
+    units = meta.get("units")
+    if units is None or isinstance(units, str):
+        return
+    if not isinstance(units, dict):
+        raise StateFileError(f"{where}: metadata 'units' must map array names to units, "
+                             f"got {type(units).__name__}")
+    expected = ({n: f.unit for n, f in fields().items()} | EXTRA_UNITS
+                | {n: "world" for n in present if n.startswith(CHANGE_PREFIX)})
+    for name in sorted(present | {"height"}):
+        if name in units and units[name] != expected.get(name, units[name]):
+            raise StateFileError(f"{where}: array '{name}' is in unit {units[name]!r}, but "
+                                 f"this version reads it in {expected[name]!r}; convert it "
+                                 "or write the state with this version")
+
+
 def _npy_header_text(f: IO[bytes], where: str):
     try:
         version = np.lib.format.read_magic(f)
         reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                   else np.lib.format.read_array_header_2_0)
         shape, fortran, dtype = reader(f)
+    except zlib.error:
+        raise
     except Exception as exc:  # numpy's header parser raises many kinds on junk
         raise StateFileError(f"{where}: metadata is not a valid array ({exc})") from None
     if dtype.kind != "U" or shape != ():
@@ -305,12 +349,17 @@ def _npy_from_bytes(data: bytes, where: str) -> np.ndarray:
 def read_npz_arrays(path: str | Path) -> dict[str, np.ndarray]:
     """Every array of an .npz (compressed or not) by name; safe in a worker thread
     (see :func:`_npy_from_bytes`). OSError, zipfile.BadZipFile or StateFileError on a
-    missing or damaged file."""
+    missing or damaged file; InputFileError for a FIFO or device."""
     out = {}
-    with zipfile.ZipFile(path) as zf:
-        for info in zf.infolist():
-            if not info.filename.endswith(".npy"):
-                continue
-            out[info.filename[:-4]] = _npy_from_bytes(zf.read(info),
-                                                      f"{path}: {info.filename}")
+    path = check_input(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    continue
+                out[info.filename[:-4]] = _npy_from_bytes(zf.read(info),
+                                                          f"{path}: {info.filename}")
+    except zlib.error as exc:
+        raise StateFileError(f"{path}: it is damaged (its compressed data does not "
+                             f"decode: {exc})") from None
     return out
