@@ -19,8 +19,14 @@ A persistent ``frame_change_post`` handler writes the frame's snapshot into the 
 the edit tags the depsgraph, so the viewport, F12 renders and animation renders
 (``blender -b file -a``; tested through ``render.render(animation=True)``) show it.
 Frames outside the baked range hold the first / last snapshot. A moved,
-missing or damaged cache gives a message in the panel (and one line on stderr in
-background mode), never an exception.
+missing, damaged or foreign cache (a frame that does not decode, lacks heights, has
+the wrong shapes, or names an attribute that is not one of our layers) gives a message
+in the panel (and one line on stderr in background mode), never an exception, and
+leaves the mesh as it was: a frame is checked whole before anything is written.
+
+The simulation runs whole rounds: when a round holds more particles than Particles per
+Frame, some frames get no round and repeat the one before. The bake says which (the
+manifest's ``repeats``, and the operator's report) and how to avoid it.
 """
 
 from __future__ import annotations
@@ -43,9 +49,9 @@ from bpy.app.handlers import persistent
 from . import grid as gridio
 from . import staging
 from .job import ErosionJob
-from .simcore.errors import OutputPathError, UserError
+from .simcore.errors import OutputPathError, UserError, describe_os_error
 from .simcore.fileio import atomic_write, check_output
-from .simcore.formats.states import read_npz_arrays
+from .simcore.formats.states import read_npz_arrays, write_npz
 from .ui import ErosionSubPanel
 
 CACHE_ROOT = "terrain_cache"
@@ -122,7 +128,7 @@ def snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
 
 def _save(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> int:
     buf = io.BytesIO()
-    (np.savez_compressed if compress else np.savez)(buf, **arrays)
+    write_npz(buf, arrays, compress)  # its zip file closed on every path
     data = buf.getvalue()
     atomic_write(path, lambda f: f.write(data))
     return len(data)
@@ -230,10 +236,13 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
     arrays = _load(folder, shown)
     me = obj.data
     n = len(me.vertices)
-    if arrays["z"].size != n:
-        raise BakeError(f"the mesh of '{obj.name}' has {n:,} vertices but its cache has "
-                        f"{arrays['z'].size:,}: the mesh changed since the bake; bake "
-                        "again or free the cache")
+    path = folder / frame_file(shown)
+    z = arrays.get("z")
+    if isinstance(z, np.ndarray) and z.ndim == 1 and z.size != n:
+        raise BakeError(f"the mesh of '{obj.name}' has {n:,} vertices but its baked frame "
+                        f"{path} has {z.size:,}: the mesh changed since the bake (or the "
+                        "frame is not this bake's); bake again or free the cache")
+    arrays = checked_frame(arrays, n, path)  # everything checked before the mesh changes
     key = me.as_pointer()
     co = _state.positions.get(key)
     if co is None or len(co) != n:
@@ -276,6 +285,55 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
     if b.baked_start <= shown + step <= b.baked_end and prefetch:
         _prefetch(folder, shown + step)
     return shown
+
+
+#: the entries a frame may hold besides the layers ``f__``/``g__``/``c__`` + name, and
+#: how many values per vertex (None: per tree)
+_FRAME_ENTRIES = {"z": 1, "water_z": 1, "water_wet": 1, "trees_co": None,
+                  "trees_size": None}
+_LAYER_WIDTH = {"f": 1, "g": 1, "c": 4}
+
+
+def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path) -> dict[str, np.ndarray]:
+    """The arrays of a frame file as float32, or BakeError naming the file when it is
+    damaged or not one of ours: a missing ``z``, an entry we never write (a layer that is
+    not ours, e.g. ``f__position``, would replace a built-in attribute), a wrong shape,
+    values that are not finite numbers. Nothing of the mesh is touched before this."""
+    def bad(why: str) -> BakeError:
+        return BakeError(f"the baked frame {path} is damaged or not this bake's ({why}); "
+                         "bake again or free the cache")
+
+    if "z" not in arrays:
+        raise bad("it has no heights 'z'")
+    out = {}
+    trees = None
+    for name, values in arrays.items():
+        kind, sep, attr_name = name.partition("__")
+        if sep:
+            if kind not in _LAYER_WIDTH or attr_name not in gridio.OUR_ATTRIBUTES \
+                    or attr_name == gridio.ORIGINAL_Z:
+                raise bad(f"'{name[:80]}' is not a layer Terrain Erosion bakes")
+            width = _LAYER_WIDTH[kind]
+        elif name in _FRAME_ENTRIES:
+            width = _FRAME_ENTRIES[name]
+        else:
+            raise bad(f"unknown entry '{name[:80]}'")
+        if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":
+            raise bad(f"'{name}' does not hold numbers")
+        if name == "trees_co":
+            if values.ndim != 2 or values.shape[1] != 3:
+                raise bad(f"'trees_co' has shape {values.shape}, not (trees, 3)")
+            trees = len(values)
+        elif values.ndim != 1 or (width is not None and values.size != n * width):
+            raise bad(f"'{name}' has shape {values.shape}, not ({n * (width or 1)},)")
+        values = np.ascontiguousarray(values, np.float32)
+        if not np.isfinite(values).all():
+            raise bad(f"'{name}' holds values that are not finite")
+        out[name] = values
+    if ("trees_co" in out) != ("trees_size" in out) or (
+            trees is not None and out["trees_size"].size != trees):
+        raise bad("the trees' positions and sizes do not match")
+    return out
 
 
 def _ensure(me, name, data_type):
@@ -470,8 +528,11 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
     b = obj.terrain_bake
     record = _object_record(obj)
     folder = cache_path(obj)  # Cache Folder, else //terrain_cache/<object>
-    previous = cache_files(folder)  # refuses a folder that is not ours
-    made = _make_folder(folder)
+    try:
+        previous = cache_files(folder)  # refuses a folder that is not ours
+        made = _make_folder(folder)
+    except OSError as exc:  # a name too long for the file system, a folder we cannot see
+        raise BakeError(describe_os_error(exc, folder, "use the Cache Folder")) from None
     try:
         check_output(folder / MANIFEST, frames * n * 4 * 8)
         with staging.Staging(folder) as stage:
@@ -500,10 +561,14 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
     sizes = []
     job.write(job.object(vertices=True))
     files = {}
+    repeats = []
     for i in range(frames):
         target = i * per_frame
+        rounds = sim.rounds_done
         while sim.particles_done < target and sim.rounds_done < sim.target_rounds:
             sim.run_round()
+        if i and sim.rounds_done == rounds:
+            repeats.append(frame_start + i)
         if i:
             job.write(job.object(vertices=True))
         frame = frame_start + i
@@ -517,9 +582,25 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
                 "particles_per_frame": per_frame, "particles_per_round": sim.per_round,
                 "seed": sim.seed, "bytes": sum(sizes), "compressed": bool(b.compress),
                 "files": files}
+    if repeats:
+        manifest["repeats"] = repeat_note(repeats, sim.per_round, per_frame)
     text = json.dumps(manifest, indent=1)
     atomic_write(folder / MANIFEST, lambda f: f.write(text.encode("utf-8")))
     return manifest
+
+
+def repeat_note(frames: list[int], per_round: int, per_frame: int) -> dict:
+    """Why frames repeat the one before and how to avoid it (the manifest's
+    ``repeats``): the simulation runs whole rounds, and a frame that is already at or
+    past its particle target after the rounds of the frames before gets none."""
+    shown = ", ".join(map(str, frames[:12])) + (" ..." if len(frames) > 12 else "")
+    return {"frames": frames,
+            "why": f"the simulation runs whole rounds of {per_round:,} particles; with "
+                   f"{per_frame:,} particles per frame, a round already overshoots the "
+                   f"target of the frames after it, so {len(frames)} frame(s) ({shown}) "
+                   "show the same terrain as the frame before",
+            "fix": f"set Particles per Frame to at least {per_round:,} (a multiple of it "
+                   "gives evenly spaced frames)"}
 
 
 def _roll_back(obj: bpy.types.Object, job: ErosionJob, record: tuple) -> None:
@@ -582,11 +663,18 @@ def on_frame_change(scene, _depsgraph=None) -> None:
             apply_frame(obj, scene.frame_current)
             _state.messages.pop(obj.name, None)
         except UserError as exc:
-            text = str(exc)
-            _state.messages[obj.name] = text
-            if bpy.app.background and text not in _state.printed:
-                _state.printed.add(text)
-                print(f"terrain_erosion: '{obj.name}': {text}", file=sys.stderr, flush=True)
+            _say(obj, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a handler must never raise
+            _say(obj, f"playing back the bake failed ({type(exc).__name__}: {exc}); "
+                      "bake again or free the cache")
+
+
+def _say(obj: bpy.types.Object, text: str) -> None:
+    """A playback problem: shown in the panel; printed once (background mode)."""
+    _state.messages[obj.name] = text
+    if bpy.app.background and text not in _state.printed:
+        _state.printed.add(text)
+        print(f"terrain_erosion: '{obj.name}': {text}", file=sys.stderr, flush=True)
 
 
 @persistent
@@ -670,7 +758,13 @@ class TERRAIN_OT_bake(bpy.types.Operator):
             wm.progress_end()
         on_frame_change(context.scene)
         frames = manifest["frame_end"] - manifest["frame_start"] + 1
-        self.report({'INFO'}, f"Baked {frames} frames, {manifest['bytes'] / 2**20:.1f} MB")
+        text = f"Baked {frames} frames, {manifest['bytes'] / 2**20:.1f} MB"
+        note = manifest.get("repeats")
+        if note:
+            self.report({'WARNING'}, f"{text}; {len(note['frames'])} repeat the frame "
+                                     f"before: {note['why']}. To avoid it, {note['fix']}")
+        else:
+            self.report({'INFO'}, text)
         return {'FINISHED'}
 
 

@@ -312,7 +312,8 @@ def test_bake_replaces_only_its_own_cache_and_free_keeps_other_files(blender, tm
 def test_a_cache_of_the_old_layout_is_ours_a_forged_manifest_is_not(blender, tmp_path):
     obj, folder = first_bake(tmp_path)
     manifest = json.loads((folder / "cache.json").read_text())
-    old = {k: v for k, v in manifest.items() if k not in ("format", "generator")}
+    old = {k: v for k, v in manifest.items()
+           if k not in ("format", "generator", "repeats")}  # keys added since
     (folder / "cache.json").write_text(json.dumps(old, indent=1))  # as written before
     bpy.context.scene.frame_set(3)
     assert not te.bake.message(obj), "an old cache still plays back"
@@ -432,3 +433,138 @@ def test_export_names_stay_in_the_chosen_folder(exported, name):
     assert tree(out) == files and tree(out.parent) == parent
     with pytest.raises(RuntimeError, match="Name"):
         bpy.ops.terrain.export_maps(directory=str(out), basename=name)
+
+
+# ------------------------------------------------------------------ round two (issue 28)
+
+def _deflate_start(path: Path, member: str) -> int:
+    import struct
+    import zipfile
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        head = f.read(30)
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _rewrite(path: Path, change) -> None:
+    arrays = dict(np.load(path))
+    change(arrays)
+    path.unlink()
+    np.savez(path, **arrays)
+
+
+def _corrupt_deflate(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[_deflate_start(path, "z.npy")] = 0xFF  # a final block of the reserved type
+    path.write_bytes(bytes(data))
+
+
+#: damaged or foreign frames: what each does to frame 3's file
+DAMAGED_FRAMES = {
+    "compression error": _corrupt_deflate,
+    "not a zip": lambda p: p.write_bytes(b"PK\x03\x04 but then nothing"),
+    "missing z": lambda p: _rewrite(p, lambda a: a.pop("z")),
+    "z of the wrong shape": lambda p: _rewrite(p, lambda a: a.update(z=a["z"][:-1])),
+    "z as text": lambda p: p.write_bytes(b"") or np.savez(p, z=np.array(["a"] * 400)),
+    "a layer of the wrong shape": lambda p: _rewrite(
+        p, lambda a: a.update({k: v[:7] for k, v in a.items() if k.startswith("f__")})),
+    "a colour of the wrong shape": lambda p: _rewrite(
+        p, lambda a: a.update({"c__te_sediment": np.ones(5, np.float32)})),
+    "a key naming position": lambda p: _rewrite(
+        p, lambda a: a.update({"f__position": a["z"].copy()})),
+    "a key naming a colour built-in": lambda p: _rewrite(
+        p, lambda a: a.update({"g__sharp_face": a["z"].copy()})),
+    "an unknown key": lambda p: _rewrite(p, lambda a: a.update(surprise=np.zeros(3))),
+    "trees without sizes": lambda p: _rewrite(
+        p, lambda a: a.update(trees_co=np.zeros((4, 3), np.float32))),
+    "water of the wrong shape": lambda p: _rewrite(
+        p, lambda a: a.update(water_z=np.zeros(3, np.float32))),
+    "infinite heights": lambda p: _rewrite(
+        p, lambda a: a.update(z=np.full_like(a["z"], np.inf))),
+    "a fifo": lambda p: p.unlink() or os.mkfifo(p),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED_FRAMES))
+def test_a_damaged_or_foreign_frame_is_a_message_and_the_mesh_stays(blender, tmp_path,
+                                                                    damage, capsys):
+    obj, folder = first_bake(tmp_path)
+    scene = bpy.context.scene
+    te.bake._state.clear()
+    DAMAGED_FRAMES[damage](folder / "frame_000003.npz")
+    before = mesh_state(obj.data)
+    scene.frame_current = 3
+    te.bake.on_frame_change(scene)  # must not raise
+    te.bake.on_frame_change(scene)
+    obj = bpy.data.objects["Dunes"]
+    assert same_state(before, mesh_state(obj.data)), "the mesh is left as it was"
+    assert "position" in obj.data.attributes
+    text = te.bake.message(obj)
+    assert "frame_000003.npz" in text and "bake again" in text, text
+    err = capsys.readouterr().err
+    assert err.count(text) == 1, "said once"
+    assert "Traceback" not in err
+    scene.frame_current = 2
+    te.bake.on_frame_change(scene)
+    assert te.bake.message(obj) == "", "an intact frame plays again"
+
+
+def test_the_frame_handler_never_raises(blender, tmp_path, monkeypatch):
+    obj, folder = first_bake(tmp_path)
+    te.bake._state.clear()
+
+    def broken(*_a, **_k):
+        raise RuntimeError("something unforeseen")
+    monkeypatch.setattr(te.bake, "apply_frame", broken)
+    te.bake.on_frame_change(bpy.context.scene)
+    assert "something unforeseen" in te.bake.message(obj)
+
+
+def test_an_over_long_cache_folder_is_a_message(blender, tmp_path):
+    obj = saved_terrain(tmp_path)
+    obj.terrain_bake.cache_dir = str(tmp_path / ("n" * 300))
+    record = scene_record(obj)
+    with pytest.raises(UserError, match="shorter name"):
+        te.bake.bake(obj, 1, 3, 300)
+    assert_as_before(obj, tmp_path / ("n" * 10), {}, record)
+    bpy.context.view_layer.objects.active = bpy.data.objects["Dunes"]
+    with pytest.raises(RuntimeError, match="shorter name"):  # an ERROR report
+        bpy.ops.terrain.bake()
+
+
+def test_frames_that_repeat_the_previous_one_are_noted(blender, tmp_path, capfd):
+    obj = saved_terrain(tmp_path)
+    job = te.job.ErosionJob(obj, 1)
+    per_round = job.sim.per_round
+    job.cancel()
+    assert per_round > 2
+    per_frame = max(1, per_round // 3)  # a round every third frame or so
+    manifest = te.bake.bake(bpy.data.objects["Dunes"], 1, 7, per_frame)
+    repeats = manifest["repeats"]
+    assert repeats["frames"], manifest
+    folder = tmp_path / "terrain_cache" / "Dunes"
+    for frame in repeats["frames"]:
+        a = np.load(folder / f"frame_{frame:06d}.npz")["z"]
+        b = np.load(folder / f"frame_{frame - 1:06d}.npz")["z"]
+        assert np.array_equal(a, b), f"frame {frame} does repeat"
+    for frame in set(range(2, 8)) - set(repeats["frames"]):
+        a = np.load(folder / f"frame_{frame:06d}.npz")["z"]
+        b = np.load(folder / f"frame_{frame - 1:06d}.npz")["z"]
+        assert not np.array_equal(a, b), f"frame {frame} is not a repeat"
+    assert f"{per_round:,}" in repeats["why"] and "Particles per Frame" in repeats["fix"]
+    # the operator says so too
+    obj = bpy.data.objects["Dunes"]
+    bpy.context.view_layer.objects.active = obj
+    obj.terrain_bake.particles_per_frame = per_frame
+    obj.terrain_bake.frame_end = 7
+    capfd.readouterr()
+    assert bpy.ops.terrain.bake() == {'FINISHED'}
+    out = capfd.readouterr()
+    said = out.out + out.err  # Blender prints an operator's reports in background mode
+    assert "repeat the frame before" in said and "Particles per Frame" in said, said
+    # enough particles per frame: no note
+    manifest = te.bake.bake(bpy.data.objects["Dunes"], 1, 3, per_round)
+    assert manifest.get("repeats") is None
