@@ -53,6 +53,13 @@ def _rasters(obj: bpy.types.Object):
     z = gridio.read_positions(me)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     stream = gridio.read_float_layer(me, gridio.FLOAT_LAYERS["stream"], g)
     pool = gridio.read_float_layer(me, gridio.FLOAT_LAYERS["pool"], g)
+    for what, values in (("a height", z), (f"a {gridio.FLOAT_LAYERS['stream']} value", stream),
+                         (f"a {gridio.FLOAT_LAYERS['pool']} value", pool)):
+        bad = 0 if values is None else int((~np.isfinite(values)).sum())
+        if bad:  # an infinite depth would make a mesh with infinite vertices
+            raise UserError(f"'{obj.name}': {bad:,} vertices have {what} that is not a "
+                            "finite number (inf or NaN), so no rivers or lakes are made; "
+                            "Reset the terrain or run Erode again to rewrite its layers")
     return g, z, stream, (np.zeros_like(z) if pool is None else np.maximum(pool, 0.0))
 
 

@@ -174,3 +174,22 @@ def test_water_surface_object_gets_the_shore_attributes_too(blender, tmp_path):
     d_terrain = te.grid.read_float_layer(obj.data, "te_shore_distance", g)
     d_water = te.grid.read_float_layer(water.data, "te_shore_distance", g)
     assert np.array_equal(d_terrain, d_water)
+
+
+@pytest.mark.parametrize("layer", ["te_pool_depth", "te_stream"])
+@pytest.mark.parametrize("bad", [np.inf, np.nan])
+def test_non_finite_layers_are_refused_not_made_into_infinite_meshes(blender, layer, bad):
+    """Issue 28: an infinite pool depth made a Lakes mesh with infinite vertices."""
+    obj, g, *_ = valley_and_lake()
+    values = te.grid.read_float_layer(obj.data, layer, g)
+    values[8, 20] = bad  # in the lake
+    values[20, 20] = bad  # on the river
+    te.grid.write_float_layer(obj.data, layer, g, values)
+    objects = set(bpy.data.objects.keys())
+    for make in (te.water_data.update_lakes, te.water_data.update_rivers):
+        with pytest.raises(te.simcore.errors.UserError, match=f"{layer}.*not a finite"):
+            make(obj)
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError, match="not a finite"):  # an ERROR report
+        bpy.ops.terrain.water_data()
+    assert set(bpy.data.objects.keys()) == objects, "nothing made"
