@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable
 
 import bpy
@@ -15,6 +16,7 @@ from . import grid as gridio
 from . import instances, masks, writeback
 from .simcore import __version__ as simcore_version
 from .simcore.errors import UserError
+from .simcore.fileio import available_memory
 from .simcore.memory import check_run
 from .simcore.simulation import PROCESSES, Progress, Simulation
 from .simcore.terrain import Terrain, TerrainError
@@ -175,12 +177,18 @@ class ErosionJob:
             raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
                                "(e.g. Mesh > Clean Up) before eroding")
         self.snapshot = gridio.MeshSnapshot.take(me)
-        terrain, resumed = self._read_state(me, z)
-        self._read_changes(me, terrain)
-        self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.with_trees = "trees" in params
-        if self.with_trees and resumed:
-            terrain.trees = instances.read_trees(obj, self.grid)
+        #: resumed from the last run's full-precision state (see _EXACT), not the layers
+        self.exact_resume = False
+        exact = _exact_state(obj, self.scale, seed)
+        if exact is not None:
+            terrain, resumed, self.exact_resume = exact, True, True
+        else:
+            terrain, resumed = self._read_state(me, z)
+            self._read_changes(me, terrain)
+            if self.with_trees and resumed:
+                terrain.trees = instances.read_trees(obj, self.grid)
+        self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
         #: helper objects (trees, water) the run must find again: key -> session uid
@@ -490,6 +498,9 @@ class ErosionJob:
         s.provenance = (f"preset {s.preset}, seed {self.sim.seed}, {rounds} rounds x "
                         f"{self.sim.per_round} particles, simcore {simcore_version}")
         obj["terrain_erosion_provenance"] = s.provenance
+        _EXACT.clear()
+        if waited and self.up_to_date and self.frames_written:
+            _remember_exact(obj, self.scale, self.sim)
         return (rounds - self.start_rounds) * self.sim.per_round
 
     def cancel(self) -> str | None:
@@ -539,6 +550,64 @@ class ErosionJob:
                      and a.name not in self.snapshot.attributes]:
             me.attributes.remove(me.attributes[name])
         self._restore_extras(obj, made_only=True)
+
+
+#: The full-precision (float64) state of the last run kept whole, so that the next run
+#: on the same mesh continues from it rather than from the float32 layers (rounding them
+#: changes where later droplets go): Step after Step, or Erode after a finished Erode,
+#: equals one uninterrupted run bit for bit. Used only while the mesh holds exactly
+#: what that run wrote (a checksum of the heights, every float layer of ours and the
+#: trees), for the same object, real scale, seed and round count; one entry (the
+#: latest run), in memory only: a reopened .blend resumes from the layers.
+_EXACT: dict[tuple, tuple[int, Terrain]] = {}
+
+
+def _mesh_checksum(obj: bpy.types.Object) -> int:
+    """CRC-32 of what a resumed run reads: vertex heights, our float layers, trees."""
+    me = obj.data
+    crc = zlib.crc32(np.ascontiguousarray(gridio.read_positions(me)[:, 2]).tobytes())
+    n = len(me.vertices)
+    for name in sorted(set(gridio.FLOAT_LAYERS.values()) | set(gridio.CHANGE_LAYERS.values())
+                       | {gridio.ORIGINAL_Z}):
+        attr = me.attributes.get(name)
+        if attr is None or attr.data_type != 'FLOAT' or attr.domain != 'POINT':
+            continue
+        values = np.empty(n, np.float32)
+        attr.data.foreach_get("value", values)
+        crc = zlib.crc32(values.tobytes(), zlib.crc32(name.encode(), crc))
+    trees = obj.terrain_erosion.trees_object
+    if trees is not None and trees.type == 'MESH':
+        crc = zlib.crc32(gridio.read_positions(trees.data).tobytes(), crc)
+    return crc
+
+
+def _exact_key(obj: bpy.types.Object, scale, seed: int) -> tuple:
+    return (obj.session_uid, obj.data.session_uid, len(obj.data.vertices),
+            scale.world_cell, scale.height_unit, seed, obj.terrain_erosion.rounds_done)
+
+
+def _remember_exact(obj: bpy.types.Object, scale, sim: Simulation) -> None:
+    terrain = sim.terrain
+    need = sum(a.nbytes for a in terrain.arrays().values()) \
+        + sum(a.nbytes for a in terrain.changes.values())
+    have = available_memory()
+    if have is not None and need > have // 4:  # not at the cost of the machine
+        return
+    copy = terrain.copy()
+    copy.changes = {name: change.copy() for name, change in terrain.changes.items()}
+    _EXACT[_exact_key(obj, scale, sim.seed)] = (_mesh_checksum(obj), copy)
+
+
+def _exact_state(obj: bpy.types.Object, scale, seed: int) -> Terrain | None:
+    """A copy of the remembered full-precision state when the mesh still holds exactly
+    what that run wrote, else None (edited, undone, another object, another scale)."""
+    hit = _EXACT.get(_exact_key(obj, scale, seed))
+    if hit is None or obj.terrain_erosion.stored_state_seed() != seed \
+            or _mesh_checksum(obj) != hit[0]:
+        return None
+    terrain = hit[1].copy()
+    terrain.changes = {name: change.copy() for name, change in hit[1].changes.items()}
+    return terrain
 
 
 def _extra_state(obj: bpy.types.Object | None):
