@@ -42,6 +42,7 @@ else:
         batch,
         export,
         masks,
+        material,
         operators,
         overlay,
         panels,
@@ -55,7 +56,7 @@ else:
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, ridges, masks, warmup, report_ui)
+                export, water_data, bake, ridges, masks, warmup, report_ui, material)
 
 
 def register() -> None:

@@ -59,8 +59,9 @@ def default_tree() -> bpy.types.Object:
     me.from_pydata(verts, [], faces)
     me.update()
     mat = new_node_material("TE Tree")
-    mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (
-        0.05, 0.18, 0.04, 1)
+    bsdf = mat.node_tree.nodes["Principled BSDF"]
+    bsdf.inputs["Base Color"].default_value = (0.025, 0.075, 0.02, 1)  # conifer green
+    bsdf.inputs["Roughness"].default_value = 0.8
     me.materials.append(mat)
     obj = bpy.data.objects.new(DEFAULT_TREE, me)
     obj.hide_viewport = obj.hide_render = True

@@ -78,6 +78,7 @@ class TERRAIN_PT_main(ErosionTab, bpy.types.Panel):
             row.operator("terrain.apply", icon='CHECKMARK')
             if rt.status:
                 layout.label(text=rt.status)
+        layout.operator("terrain.apply_material", icon='MATERIAL')
         if s.provenance:
             wrap_label(layout, f"Last run: {s.provenance}", icon='TIME')
 

@@ -636,6 +636,7 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     log = _draw_all_panels(context)
     assert ("prop", "sea_level") in log
     assert ("operator", "terrain.erode") in log and ("menu", "TERRAIN_MT_presets") in log
+    assert ("operator", "terrain.apply_material") in log
     assert any(kind == "label" and "grid" in text for kind, text in log), "status line"
     assert any(kind == "label" and "Blows towards" in text for kind, text in log)
     bpy.context.window_manager.terrain_erosion.running = True

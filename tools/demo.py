@@ -10,6 +10,7 @@ preset's rain per area decides the number of particles."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -43,80 +44,112 @@ def make_grid(n: int, size: float, heights: np.ndarray) -> bpy.types.Object:
     return obj
 
 
-def terrain_material() -> bpy.types.Material:
-    """Rock and grass by slope, sand where sediment lies (te_sediment), blue along
-    rivers (te_streams) and in pools (te_pools); the water object adds lake surfaces."""
-    mat = bpy.data.materials.new("Terrain Erosion Demo")
-    nt = mat.node_tree
-    nodes, links = nt.nodes, nt.links
-    bsdf = nodes["Principled BSDF"]
-    bsdf.inputs["Roughness"].default_value = 0.9
-
-    def attribute(name):
-        node = nodes.new("ShaderNodeAttribute")
-        node.attribute_type = 'GEOMETRY'
-        node.attribute_name = name
-        return node
-
-    def mix(factor_socket, a, b):
-        node = nodes.new("ShaderNodeMix")
-        node.data_type = 'RGBA'
-        links.new(factor_socket, node.inputs["Factor"])
-        node.inputs["A"].default_value = a if isinstance(a, tuple) else (0, 0, 0, 1)
-        node.inputs["B"].default_value = b if isinstance(b, tuple) else (0, 0, 0, 1)
-        if not isinstance(a, tuple):
-            links.new(a, node.inputs["A"])
-        if not isinstance(b, tuple):
-            links.new(b, node.inputs["B"])
-        return node.outputs["Result"]
-
-    geometry = nodes.new("ShaderNodeNewGeometry")
-    sep = nodes.new("ShaderNodeSeparateXYZ")
-    links.new(geometry.outputs["Normal"], sep.inputs["Vector"])
-    ramp = nodes.new("ShaderNodeMapRange")
-    ramp.inputs["From Min"].default_value = 0.80
-    ramp.inputs["From Max"].default_value = 0.95
-    links.new(sep.outputs["Z"], ramp.inputs["Value"])
-    ground = mix(ramp.outputs["Result"], (0.22, 0.19, 0.16, 1), (0.16, 0.24, 0.09, 1))
-    # alluvium and colluvium: a dry, grassy brown (bright sand read as snow from afar)
-    ground = mix(attribute("te_sediment").outputs["Fac"], ground, (0.34, 0.29, 0.15, 1))
-    streams = nodes.new("ShaderNodeMapRange")  # rivers: stream value 0.2 .. 0.6
-    streams.inputs["From Min"].default_value = 0.2
-    streams.inputs["From Max"].default_value = 0.6
-    links.new(attribute("te_streams").outputs["Fac"], streams.inputs["Value"])
-    ground = mix(streams.outputs["Result"], ground, (0.06, 0.13, 0.2, 1))
-    ground = mix(attribute("te_pools").outputs["Fac"], ground, (0.05, 0.16, 0.28, 1))
-    links.new(ground, bsdf.inputs["Base Color"])
-    return mat
+def dress(obj: bpy.types.Object) -> None:
+    """The add-on's look: its terrain material (one click, as in the panel) and its
+    lakes mesh (flat water with a clean waterline and shore waves) in place of the
+    per-vertex water surface, whose edges follow the grid."""
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.terrain.apply_material()
+    water = obj.terrain_erosion.water_object
+    try:
+        te.water_data.update_lakes(obj)
+    except te.water_data.WaterDataError as exc:  # a run without lakes
+        print(f"demo: {exc}", flush=True)
+    else:
+        if water is not None:
+            water.hide_render = True
+        waves = bpy.data.materials[te.water_data.WAVES].node_tree.nodes
+        group = next(n for n in waves if n.bl_idname == 'ShaderNodeGroup')
+        cell = te.grid.detect_grid(obj.data).cell_size
+        group.inputs["Wavelength"].default_value = 0.3 * cell  # ripples, not 120 m rollers
+        group.inputs["Reach"].default_value = 1.5 * cell
 
 
-def scene_setup(obj: bpy.types.Object, size: float, relief: float, resolution: int) -> None:
+def ground_z(obj: bpy.types.Object, x: float, y: float) -> float:
+    """Local height of ``obj``'s vertex nearest to local (x, y)."""
+    co = te.grid.read_positions(obj.data)
+    return float(co[np.argmin((co[:, 0] - x) ** 2 + (co[:, 1] - y) ** 2), 2])
+
+
+#: The demo's view: camera over map fractions (x, y) at a height above the ground (a
+#: fraction of the map's side), heading to map fractions (x, y), pitched down (degrees).
+VIEW = ((0.05, 0.6), 0.035, (0.6, 0.8), 11.0)
+
+
+def place_camera(obj: bpy.types.Object, size: float, view) -> bpy.types.Object:
+    from mathutils import Vector
+    (fx, fy), above, (tx, ty), down = view
+
+    def at(fx: float, fy: float, above: float) -> Vector:  # fractions of the map
+        x, y = (fx - 0.5) * size, (fy - 0.5) * size
+        return Vector((x, y, ground_z(obj, x, y) + above))
+
+    eye, target = at(fx, fy, above * size), at(tx, ty, 0.0)
+    cam = bpy.context.scene.camera
+    if cam is None:
+        bpy.ops.object.camera_add()
+        cam = bpy.context.active_object
+    cam.location = eye
+    heading = (target - eye).to_2d().normalized()
+    pitch = math.radians(-down)
+    look = Vector((heading.x * math.cos(pitch), heading.y * math.cos(pitch), math.sin(pitch)))
+    cam.rotation_euler = look.to_track_quat('-Z', 'Y').to_euler()
+    return cam
+
+
+def scene_setup(obj: bpy.types.Object, size: float, resolution: int) -> None:
+    """A low camera (about 270 m over the ground at the default size) on the western
+    hills looking east-north-east over the lake basin to the snowy ridge; a low warm
+    sun from the south (from the right, so the relief is side-lit) with soft shadows
+    (3 degrees wide); a gradient sky that lights the shadows; Cycles on the CPU."""
     scene = bpy.context.scene
-    bpy.ops.object.camera_add(location=(size * 0.85, -size * 0.85, relief + size * 0.55))
-    cam = bpy.context.active_object
-    direction = np.array([0.0, 0.0, relief * 0.35]) - np.array(cam.location)
-    cam.rotation_euler = _look_at(direction)
+
+    cam = place_camera(obj, size, VIEW)
     cam.data.lens = 32
-    cam.data.clip_end = size * 5.0  # kilometres of terrain
+    cam.data.clip_start, cam.data.clip_end = size * 1e-4, size * 3.0
     scene.camera = cam
-    bpy.ops.object.light_add(type='SUN', rotation=(0.75, 0.0, 0.6))
-    bpy.context.active_object.data.energy = 5.0
-    world = bpy.data.worlds.new("Sky")
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.5, 0.62, 0.8, 1)
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.8
-    scene.world = world
+    # sun: 22 degrees above the horizon, from the south-south-east (shadows run north)
+    bpy.ops.object.light_add(type='SUN', rotation=(math.radians(68), 0.0,
+                                                   math.radians(25)))
+    sun = bpy.context.active_object.data
+    sun.energy, sun.angle, sun.color = 5.0, math.radians(3.0), (1.0, 0.9, 0.78)
+    scene.world = sky_world()
     scene.render.engine = 'CYCLES'
     scene.cycles.device = 'CPU'
-    scene.cycles.samples = 32
+    scene.cycles.samples = 12
     scene.cycles.use_denoising = True
+    scene.cycles.max_bounces = 4
+    for look in ('AgX - Medium High Contrast', 'Medium High Contrast'):  # 4.x / 5.x names
+        try:
+            scene.view_settings.look = look
+            break
+        except TypeError:
+            pass
     scene.render.resolution_x = resolution
     scene.render.resolution_y = resolution * 9 // 16
     scene.render.image_settings.file_format = 'PNG'
 
 
-def _look_at(direction: np.ndarray):
-    from mathutils import Vector
-    return Vector(tuple(direction)).to_track_quat('-Z', 'Y').to_euler()
+def sky_world() -> bpy.types.World:
+    """A sky that works in every Blender line and engine: a vertical gradient from a
+    hazy horizon to a blue zenith (by the view direction's Z), bright enough to light
+    the shadows."""
+    world = bpy.data.worlds.new("Sky")
+    if world.node_tree is None:  # 4.2-4.5; 5.x worlds come with a tree
+        world.use_nodes = True
+    nt = world.node_tree
+    coords = nt.nodes.new("ShaderNodeTexCoord")
+    xyz = nt.nodes.new("ShaderNodeSeparateXYZ")
+    nt.links.new(coords.outputs["Generated"], xyz.inputs["Vector"])
+    ramp = nt.nodes.new("ShaderNodeValToRGB")
+    stops = ramp.color_ramp.elements
+    stops[0].position, stops[0].color = 0.0, (0.62, 0.68, 0.76, 1)   # haze at the horizon
+    stops[1].position, stops[1].color = 0.4, (0.12, 0.27, 0.62, 1)   # blue overhead
+    nt.links.new(xyz.outputs["Z"], ramp.inputs["Fac"])
+    background = nt.nodes["Background"]
+    nt.links.new(ramp.outputs["Color"], background.inputs["Color"])
+    background.inputs["Strength"].default_value = 0.7
+    return world
 
 
 def main() -> int:
@@ -136,12 +169,11 @@ def main() -> int:
     n, cell = args.size, args.cell_size
     size = cell * (n - 1)  # 7.65 km at 256 x 30 m
     heights = upland_terrain(n, seed=3, cell_size=cell)
-    relief = float(heights.max())
     if args.render_before and not args.no_render:
         bpy.ops.wm.read_factory_settings(use_empty=True)
         before = make_grid(n, size, heights)
-        before.data.materials.append(terrain_material())
-        scene_setup(before, size, relief, args.resolution)
+        te.material.apply_material(before)
+        scene_setup(before, size, args.resolution)
         bpy.context.scene.render.filepath = str(out / "terrain_before.png")
         bpy.ops.render.render(write_still=True)
         print(f"demo: rendered {out / 'terrain_before.png'}", flush=True)
@@ -167,8 +199,8 @@ def main() -> int:
     print(f"demo: Erode -> {result} in {time.perf_counter() - t0:.1f} s", flush=True)
     if result != {'FINISHED'}:
         return 1
-    obj.data.materials.append(terrain_material())
-    scene_setup(obj, size, relief, args.resolution)
+    dress(obj)
+    scene_setup(obj, size, args.resolution)
     blend = out / "terrain.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     print(f"demo: saved {blend}", flush=True)

@@ -1,0 +1,118 @@
+"""The terrain material (addon/material.py) in real Blender (bpy module): the operator
+puts it on a terrain, and it renders headless in Cycles and EEVEE with snow above the
+snow line and rock below."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from blender_helpers import add_grid, positions, set_z, staged_addon
+
+te = staged_addon()
+
+SLOPE = 36.0  # degrees: steeper than Rock Slope (32), gentler than Snow Max Slope (50)
+
+
+def cone(n=48, size=2.0):
+    """A grid shaped as a cone of slope SLOPE around the origin, apex at 0.73 * size/2
+    (no te_* layers at all: they must read as 0)."""
+    obj = add_grid(bpy, n=n, size=size, name="Terrain")
+    xy = positions(obj.data)[:, :2]
+    r = np.hypot(xy[:, 0], xy[:, 1])
+    set_z(obj.data, math.tan(math.radians(SLOPE)) * np.maximum(size / 2 - r, 0.0))
+    bpy.ops.object.shade_smooth()
+    return obj
+
+
+def _render(engine: str, path) -> np.ndarray:
+    scene = bpy.context.scene
+    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
+    scene.render.resolution_x = scene.render.resolution_y = 32
+    scene.render.resolution_percentage = 100
+    scene.view_settings.view_transform = 'Standard'  # plain sRGB: albedo order kept
+    if engine == 'CYCLES':
+        scene.cycles.device = 'CPU'
+        scene.cycles.samples = 4
+        scene.cycles.use_denoising = False
+    else:
+        scene.eevee.taa_render_samples = 2
+    scene.render.filepath = str(path)
+    scene.render.image_settings.file_format = 'PNG'
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path), check_existing=False)
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)
+
+
+def _top_view():
+    """Orthographic camera straight down over the cone, sun from above, grey world."""
+    bpy.ops.object.camera_add(location=(0, 0, 6), rotation=(0, 0, 0))
+    cam = bpy.context.active_object
+    cam.data.type, cam.data.ortho_scale = 'ORTHO', 2.0
+    bpy.context.scene.camera = cam
+    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10), rotation=(0.2, 0.1, 0))
+    bpy.context.active_object.data.energy = 3.0
+    world = bpy.data.worlds.new("World")
+    bpy.context.scene.world = world
+    if world.node_tree is None:
+        world.use_nodes = True
+    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)
+
+
+def test_apply_material_adds_then_reuses_it(blender):
+    obj = cone()
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    mat = obj.data.materials[0]
+    node = te.material.group_node(mat)
+    assert node is not None and node.node_tree.name == te.material.GROUP
+    low, high, width = te.material.extent(obj)
+    assert width == pytest.approx(2.0)
+    assert node.inputs["Detail Size"].default_value == pytest.approx(2.0 / 40)
+    assert low == pytest.approx(0.0, abs=1e-6) and high > 0.5
+    assert node.inputs["Snow Line"].default_value == pytest.approx(low + 0.75 * (high - low))
+    node.inputs["Snow Line"].default_value = 0.123  # the artist's tweak is kept
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert obj.data.materials[0] == mat and len(obj.data.materials) == 1
+    assert node.inputs["Snow Line"].default_value == pytest.approx(0.123)
+    # a second terrain gets its own material (its own snow line), the same group
+    other = add_grid(bpy, n=8, name="Other")
+    bpy.context.view_layer.objects.active = other
+    assert bpy.ops.terrain.apply_material(snow_line=0.5) == {'FINISHED'}
+    assert other.data.materials[0] != mat
+    assert te.material.group_node(other.data.materials[0]).node_tree == node.node_tree
+    bpy.ops.object.light_add(type='SUN')
+    assert "mesh" in str(pytest.raises(RuntimeError, bpy.ops.terrain.apply_material).value)
+
+
+@pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
+def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, engine):
+    obj = cone()
+    # a pool on the cone's west foot (te_pools, as a run writes it): water-dark there
+    x = positions(obj.data)[:, 0]
+    pools = obj.data.color_attributes.new(te.material.POOLS, 'FLOAT_COLOR', 'POINT')
+    wet = (x < -0.4).astype(np.float32)
+    pools.data.foreach_set("color", np.repeat(wet, 4))
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.terrain.apply_material()  # snow above 3/4 of the height: the middle of the view
+    _top_view()
+    px = _render(engine, tmp_path / f"{engine}.png")[..., :3]
+    assert np.isfinite(px).all()
+    luma = px.mean(-1)
+    assert luma.std() > 0.02, "not a uniform image"
+    h, w = luma.shape
+    y, x = np.mgrid[0:h, 0:w]
+    r = np.hypot(x + 0.5 - w / 2, y + 0.5 - h / 2) / (w / 2)  # 1 = the cone's foot
+    snow = luma[r < 0.15].mean()    # height above 0.85 of the apex
+    foot = (r > 0.45) & (r < 0.8)   # 0.2 .. 0.55 of the apex
+    rock = np.median(luma[foot & (x > 0.6 * w)])
+    water = np.median(luma[foot & (x < 0.2 * w)])  # median: EEVEE 4.2's glossy speckles
+    # snow (albedo 0.85) clips near 1 in the PNG; rock (0.2) renders at 0.35-0.45
+    assert snow > 0.8 and snow > 1.6 * rock, (snow, rock)
+    assert water < 0.8 * rock, (water, rock)  # Cycles: 0.5x (a third in linear light)
