@@ -217,9 +217,27 @@ def surface_group() -> bpy.types.NodeTree:
     link(rough, go.inputs["Roughness"])
     link(snow, go.inputs["Snow"])
     link(rock, go.inputs["Rock"])
-    gi.location, go.location = (-1200, 0), (900, 0)
-    bsdf.location = (600, 0)
+    _arrange(tree)
     return tree
+
+
+def _arrange(tree: bpy.types.NodeTree) -> None:
+    """Lay the nodes out left to right by how many links they are from the group input
+    (one column per step, stacked in each), so the group reads when opened."""
+    depth: dict[str, int] = {}
+
+    def depth_of(node) -> int:
+        if node.name not in depth:
+            depth[node.name] = 0  # cycles cannot happen in a shader tree; guards anyway
+            ups = [link.from_node for link in tree.links if link.to_node == node]
+            depth[node.name] = 1 + max((depth_of(up) for up in ups), default=-1)
+        return depth[node.name]
+
+    rows: dict[int, int] = {}
+    for node in tree.nodes:
+        column = depth_of(node)
+        node.location = (column * 220.0, -rows.get(column, 0) * 200.0)
+        rows[column] = rows.get(column, 0) + 1
 
 
 def group_node(mat: bpy.types.Material | None) -> bpy.types.ShaderNodeGroup | None:
