@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import numba_cache  # noqa: F401 - a failing cache write is a warning
 from .layers import WET_DEPTH
 
 _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import numba_cache  # noqa: F401 - a failing cache write is a warning
 from .processes import FIELDS
 
 #: Pool depth (cell units) above which a cell counts as wet (lakes, the sea, te_wet).

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import numba_cache  # noqa: F401 - a failing cache write is a warning
+
 INF = np.inf
 
 

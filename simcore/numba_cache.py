@@ -1,0 +1,61 @@
+"""numba's on-disk cache must never break a run.
+
+Every kernel is ``cache=True``: on first use numba compiles it and writes the result next
+to the code or into ``NUMBA_CACHE_DIR`` (inside Blender, the extension's user folder). A
+write that fails there -- a full disk, a quota, a folder made read-only after start --
+raises out of the kernel call in numba and ends the run. :func:`install` makes such a
+failure, for this package's kernels only, one warning per process: the kernel is
+compiled and runs as usual, it is just compiled again next time.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+#: the package whose kernels are guarded ("simcore", or the add-on's vendored copy)
+_ROOT = __name__.rpartition(".")[0]
+
+
+class CacheWarning(UserWarning):
+    """numba could not write its cache; the run goes on."""
+
+
+def _ours(cache, roots: set[str]) -> bool:
+    module = getattr(getattr(cache, "_py_func", None), "__module__", None) or ""
+    return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+def install() -> None:
+    """Guard numba's cache writes for this package's kernels (idempotent; other
+    packages' kernels keep numba's own behaviour)."""
+    from numba.core import caching
+
+    current = caching.Cache.save_overload
+    roots = getattr(current, "_terrain_erosion_roots", None)
+    if roots is not None:
+        roots.add(_ROOT)
+        return
+    original = current
+    warned: list[str] = []
+
+    def save_overload(self, sig, data):
+        try:
+            return original(self, sig, data)
+        except OSError as exc:
+            if not _ours(self, save_overload._terrain_erosion_roots):
+                raise
+            if not warned:
+                warned.append(str(exc))
+                where = getattr(self, "_cache_path", "its cache folder")
+                warnings.warn(f"numba could not write its cache in {where} "
+                              f"({exc.strerror or exc}); the run goes on, and kernels are "
+                              "compiled again next time: free some space there or set "
+                              "NUMBA_CACHE_DIR to a writable folder", CacheWarning,
+                              stacklevel=2)
+            return None
+
+    save_overload._terrain_erosion_roots = {_ROOT}
+    caching.Cache.save_overload = save_overload
+
+
+install()  # every module with kernels imports this one before its first kernel runs
