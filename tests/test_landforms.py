@@ -126,13 +126,15 @@ def _removed(terrain: Terrain, dh: np.ndarray) -> float:
 
 
 def test_presets_make_different_landforms():
+    """Every pair of shipped presets changes the same world differently: height changes
+    correlate at r <= 0.85 (issue 24; the ridge presets raise their own ridges first)."""
     size = FINE // 2
     heights, _ = world(size)
     dh = {n: eroded(n, size)[0].world_height() - heights for n in PRESETS}
     for i, a in enumerate(PRESETS):
         for b in PRESETS[i + 1:]:
             r = landforms.correlation(dh[a], dh[b])
-            assert r <= 0.9, f"{a} and {b} change the land alike (r = {r:.2f})"
+            assert r <= 0.85, f"{a} and {b} change the land alike (r = {r:.2f})"
 
 
 @pytest.mark.parametrize("name", PRESETS)

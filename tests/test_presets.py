@@ -25,6 +25,15 @@ def test_every_shipped_preset_loads_and_round_trips(tmp_path):
         assert (again.seed, again.particles) == (p.seed, p.particles)
 
 
+
+def test_every_shipped_preset_says_what_it_is_for():
+    """A description names the look and ends with what the preset is for ("For ...")."""
+    for name in preset_files():
+        text = find_preset(name).description
+        assert ". For " in text, f"{name}: the description does not say what it is for"
+        purpose = text.split(". For ", 1)[1]
+        assert len(purpose.split()) >= 3, f"{name}: '{purpose}' is too short to help"
+
 @pytest.mark.parametrize("text, expected", [
     ("[droplets]\nKq = 5\nwobble = 1\n", r"\[droplets\]: unknown key 'wobble'; allowed keys: Kq"),
     ("[droplets]\nKq = 'ten'\n", r"'Kq' must be a number \(0 <= Kq <= 1e\+09 \(float\)\)"),

@@ -178,8 +178,6 @@ KNOWN = {
        "down too; -27% in its own 256^2 x 30 m world (simcore alone)" for w in _SMALL},
     **{("deep_channels", w): "relief -34% (summits -21%); -31% in its own 256^2 x 30 m "
        "world (simcore alone)" for w in _SMALL},
-    **{("landscape_detail", w): "highest point +23% of the relief: 1 My of rock uplift "
-       "(0.5 mm/yr) raises the range, by design" for w in _SMALL},
     **{("young_range", w): "relief +34%, highest +43%: 2 My of rock uplift (1 mm/yr) "
        "raises the range, by design" for w in _SMALL},
     ("young_range", 100_000.0): "relief -66%: river incision across 100 km catchments "
