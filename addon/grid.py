@@ -173,9 +173,11 @@ def ensure_attribute(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types
 
 def _to_vertices(grid: Grid, raster: np.ndarray, scale: float = 1.0,
                  out: np.ndarray | None = None) -> np.ndarray:
-    """Raster -> per-vertex float32 (times ``scale``)."""
+    """Raster -> per-vertex float32 (times ``scale``). A new buffer starts as NaN, so
+    every value is written: the kernel skips values equal to what the buffer holds,
+    and an uninitialised 0.0 would turn a -0.0 into +0.0."""
     if out is None:
-        out = np.empty(grid.rows * grid.cols, np.float32)
+        out = np.full(grid.rows * grid.cols, np.nan, np.float32)
     return to_vertices(raster, out, scale, None if grid.identity else grid.order)
 
 
