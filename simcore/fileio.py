@@ -258,21 +258,20 @@ def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISDIR, "a folder"))
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def check_input(path: str | os.PathLike) -> Path:
     """Refuse an input that is not a regular file, before anything opens it: opening a
     FIFO waits for a writer for ever, a device never ends. InputFileError naming the
-    path; a path that cannot be looked at is left to the reader's own open (and its
-    message)."""
+    path; a folder, or a path that cannot be looked at, is left to the reader's own
+    open (and its message)."""
     shown = Path(path)
     try:
         mode = os.stat(shown).st_mode
     except (OSError, ValueError):
         return shown
-    if not stat.S_ISREG(mode):
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # a folder: the reader says so
         kind = next((text for test, text in _KINDS if test(mode)), "not a file")
         raise InputFileError(f"cannot read {shown}: it is {kind}, not a regular file; "
                              "give the path of a file")
