@@ -7,9 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import parallel
+from simcore import kernels, parallel
 from simcore.kernels import rain_cdf
-from simcore.processes import hydraulic
 from simcore.processes.hydraulic import DropletParams, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
@@ -54,7 +53,7 @@ def test_brush_never_digs_below_the_next_height_on_the_path():
         height, er, de, k = h.copy(), np.zeros_like(h), np.zeros_like(h), np.ones_like(h)
         floor = float(rng.random() * 3)
         x, y = 2 + rng.random() * 4, 2 + rng.random() * 4
-        got = hydraulic._erode_brush(x, y, 5.0, floor, 2.0, 9, 9, height.reshape(-1),
+        got = kernels.erode_brush(x, y, 5.0, floor, 2.0, 9, 9, height.reshape(-1),
                                      bed.reshape(-1), sed.reshape(-1), er.reshape(-1),
                                      de.reshape(-1), k.reshape(-1))
         above = h > floor
@@ -114,7 +113,7 @@ def test_brush_equals_the_plain_formula_bit_for_bit(seed, radius, amount, floor)
     ours = [a.copy() for a in arrays]
     xp, yp = rng.random() * (cols - 1), rng.random() * (rows - 1)
     want = _brush_reference(xp, yp, amount, floor, radius, *ref)
-    got = hydraulic._erode_brush(xp, yp, amount, floor, radius, rows, cols,
+    got = kernels.erode_brush(xp, yp, amount, floor, radius, rows, cols,
                                  *[a.reshape(-1) for a in ours])
     assert got == want
     for a, b in zip(ours, ref):

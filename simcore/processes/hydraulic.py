@@ -36,7 +36,8 @@ from numba import njit
 
 from .. import parallel
 from ..kernels import (
-    exchange,
+    deposit_tent,
+    erode_brush,
     next_uniform,
     put_at,
     put_bilinear_flat,
@@ -143,82 +144,6 @@ def strip_margin(brush_radius: float) -> int:
     the same cells (reach = rows a step can read or write around the droplet)."""
     reach = int(math.ceil(brush_radius)) + 1
     return (STRIP_ROWS - 2 * reach) // 2
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _brush(xp, yp, radius, rows, cols):
-    """The brush around (xp, yp): its cell box inside the grid (x0, x1, y0, y1), 1/r^2
-    and the sum of its weights ``max(1 - d^2/r^2, 0)`` over the box."""
-    inv_r2 = 1.0 / (radius * radius)
-    x0 = max(int(np.floor(xp - radius)) + 1, 0)
-    x1 = min(int(np.floor(xp + radius)), cols - 1)
-    y0 = max(int(np.floor(yp - radius)) + 1, 0)
-    y1 = min(int(np.floor(yp + radius)), rows - 1)
-    total = 0.0
-    for y in range(y0, y1 + 1):
-        for x in range(x0, x1 + 1):
-            total += max(1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2, 0.0)
-    return x0, x1, y0, y1, inv_r2, total
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _erode_brush(xp, yp, amount, floor, radius, rows, cols, height, bedrock, sediment,
-                 eroded, deposited, erodibility):
-    """Remove ``amount`` around (xp, yp) with weights 1 - d^2/r^2, normalised over the
-    cells inside the grid, never taking a cell below ``floor`` (the next height on the
-    path: no pits, no runaway at outlets). Returns what was actually removed (hard
-    bedrock and the floor give less). Arrays are 1-D views of the (rows, cols) grids."""
-    x0, x1, y0, y1, inv_r2, total = _brush(xp, yp, radius, rows, cols)
-    removed = 0.0
-    if total <= 0.0:
-        return removed
-    scale = amount / total
-    for y in range(y0, y1 + 1):
-        row = np.uint64(y * cols)  # unsigned: no negative-index wraparound per access
-        for x in range(x0, x1 + 1):
-            k = row + np.uint64(x)
-            wgt = 1.0 - ((x - xp) * (x - xp) + (y - yp) * (y - yp)) * inv_r2
-            if wgt > 0.0:  # a zero share would change nothing: skip the cell
-                share = min(wgt * scale, height[k] - floor)
-                if share > 0.0:
-                    removed += exchange(k, share, 0.0, height, bedrock, sediment, eroded,
-                                        deposited, erodibility)
-    return removed
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _tent(p, reach, n):
-    """First cell, last cell and weight sum of the 1-D tent ``max(1 - |i - p| / reach,
-    0)`` over cells 0 .. n-1 (reach >= 1 cell)."""
-    i0 = max(int(np.floor(p - reach)) + 1, 0)
-    i1 = min(int(np.floor(p + reach)), n - 1)
-    inv = 1.0 / reach
-    total = 0.0
-    for i in range(i0, i1 + 1):
-        total += max(1.0 - abs(i - p) * inv, 0.0)
-    return i0, i1, inv, total
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _deposit_tent(xp, yp, amount, reach, rows, cols, height, bedrock, sediment, deposited):
-    """Lay ``amount`` (cell³) down around (xp, yp) with the separable tent weights
-    ``(1 - |dx|/reach)(1 - |dy|/reach)``, normalised over the cells inside the grid.
-    ``reach`` is a world length in cells (at least 1): at 1 cell this is the article's
-    bilinear deposit on the 4 cells around the droplet; on finer grids the load still
-    covers the same world area instead of stacking into towers a cell wide. Arrays are
-    1-D views of the (rows, cols) grids."""
-    if reach <= 1.0:  # the same weights, without the loops
-        put_bilinear_flat(xp, yp, amount, cols, height, bedrock, sediment, deposited)
-        return
-    x0, x1, inv, sx = _tent(xp, reach, cols)
-    y0, y1, _, sy = _tent(yp, reach, rows)
-    scale = amount / (sx * sy)
-    for y in range(y0, y1 + 1):
-        wy = max(1.0 - abs(y - yp) * inv, 0.0) * scale
-        row = np.uint64(y * cols)
-        for x in range(x0, x1 + 1):
-            wgt = max(1.0 - abs(x - xp) * inv, 0.0) * wy
-            put_at(row + np.uint64(x), wgt, height, bedrock, sediment, deposited)
 
 
 @njit(cache=True, error_model="numpy")
@@ -363,13 +288,13 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
         ds = s - q
         if ds >= 0.0:
             ds *= Kd
-            _deposit_tent(xp, yp, ds, reach, rows, cols, height, bedrock, sediment,
+            deposit_tent(xp, yp, ds, reach, rows, cols, height, bedrock, sediment,
                           deposited)
             dh += ds * inv_area
             s -= ds
         else:
             ds = min(-ds * Kr, dh * dig_area)  # at most the drop over the brush area
-            got = _erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
+            got = erode_brush(xp, yp, ds, nh, radius, rows, cols, height, bedrock, sediment,
                                eroded, deposited, erodibility)
             dh -= got * inv_area
             s += got

@@ -22,6 +22,8 @@ import numpy as np
 from numba import njit
 
 from ..kernels import (
+    deposit_tent,
+    erode_brush,
     next_uniform,
     put_bilinear,
     rain_cdf,
@@ -48,6 +50,7 @@ class _Kernel(NamedTuple):
     max_iterations: int
     iteration_scale: float
     min_slope: float
+    brush: float  # erosion brush and deposit reach, cells (0: the 4 cells around)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +71,10 @@ class SnowballParams(Params):
     iteration_scale: float = param(0.04, 0.0, 1.0, "1/step",
                                    "erosion ramps up over the first 1/scale steps")
     min_slope: float = param(0.001, 0.0, 1.0, "cell/cell", "a snowball stops below this slope")
+    brush_radius: float = param(0.0, 0.0, 1e6, "world",
+                                "radius over which a snowball erodes and deposits (at least "
+                                "a cell); 0 = the 4 cells around it, as the seed",
+                                soft_hi=200.0)
     blur: float = param(0.5, 0.0, 1.0, "-", "blend of the blurred change after each batch")
     blur_radius: float = param(0.0, 0.0, 1e6, "world",
                                "width (std. dev.) of the blur; 0 = one 3x3 pass",
@@ -81,7 +88,9 @@ class SnowballParams(Params):
         return _Kernel(float(self.erosion_rate) / c ** 3, float(self.deposition_rate),
                        float(self.speed) / c, float(self.friction),
                        min(float(self.radius) / c, 4.0), int(self.max_iterations),
-                       float(self.iteration_scale), float(self.min_slope))
+                       float(self.iteration_scale), float(self.min_slope),
+                       min(max(float(self.brush_radius) / c, 1.0), 8.0)
+                       if self.brush_radius > 0 else 0.0)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -90,6 +99,8 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
     """Roll snowballs ``first .. first+count-1`` (``p``: a :class:`_Kernel`); returns
     (material off the grid, steps)."""
     rows, cols = height.shape
+    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
+    ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
     lost = 0.0
     nsteps = 0
     for k in range(count):
@@ -121,9 +132,15 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
             deposit = load * p.deposition_rate * ny
             erosion = p.erosion_rate * (1.0 - ny) * min(1.0, i * p.iteration_scale)
             change = deposit - erosion
-            if change >= 0.0:
+            if change >= 0.0 and p.brush > 0.0:
+                deposit_tent(xp, yp, change, p.brush, rows, cols, hf, bf, sf, df)
+                load -= change
+            elif change >= 0.0:
                 put_bilinear(xp, yp, change, height, bedrock, sediment, deposited)
                 load -= change
+            elif p.brush > 0.0:
+                load += erode_brush(xp, yp, -change, -np.inf, p.brush, rows, cols, hf, bf,
+                                     sf, ef, df, kf)
             else:
                 want = -change
                 pxi = int(xp)
@@ -150,6 +167,8 @@ def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, de
                 break
         if x < 0.0 or y < 0.0 or x >= cols - 1 or y >= rows - 1:
             lost += load
+        elif p.brush > 0.0:
+            deposit_tent(x, y, load, p.brush, rows, cols, hf, bf, sf, df)
         else:
             put_bilinear(x, y, load, height, bedrock, sediment, deposited)
     return lost, nsteps
