@@ -354,20 +354,20 @@ class ErosionJob:
         return kept
 
     # -- running -------------------------------------------------------------------
-    def tick(self, budget: float, background: bool = False) -> Progress:
+    def tick(self, budget: float, on_worker: bool = False) -> Progress:
         """Advance about ``budget`` seconds; write the mesh when due or done. With
-        ``background`` the rounds run on a worker thread (started by the first tick)
+        ``on_worker`` the rounds run on a worker thread (started by the first tick)
         and a tick only checks the object, hands over errors and writes a slice of the
         latest frame (at most :attr:`tick_values` float32 values): it returns quickly
         whatever the grid size."""
         try:
             self.object()  # cheap checks every tick; the vertices before each write
-            if not background:
+            if not on_worker:
                 progress = self.sim.advance(budget)
                 if progress.done or time.perf_counter() - self.last_write >= self.live_update:
                     self.write(self.object(vertices=True))
                 return progress
-            return self._background_tick()
+            return self._worker_tick()
         except BaseException:  # the run ends: what is on the mesh is what it keeps
             self.halt(wait=False)
             raise
@@ -378,7 +378,7 @@ class ErosionJob:
         is done only then)."""
         return self._frame is None and self.rounds_written == self.sim.rounds_done
 
-    def _background_tick(self) -> Progress:
+    def _worker_tick(self) -> Progress:
         now = time.perf_counter()
         self._note_gap(now)
         runner = self._runner

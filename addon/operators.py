@@ -128,7 +128,7 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         if event.type != 'TIMER' or event.timer is not self._timer:
             return {'PASS_THROUGH'}
         return self._end_or_continue(context, tick(self._job, _runtime(context),
-                                                   background=True))
+                                                   on_worker=True))
 
     def _end_or_continue(self, context, state: str):
         if state == "running":
@@ -172,14 +172,14 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         return {'FINISHED'}
 
 
-def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, background: bool = False) -> str:
+def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, on_worker: bool = False) -> str:
     """One timer tick: 'running', 'done', 'stop' (Stop pressed) or 'ended' (the object
-    went away; rt.status says why). Plain code so tests can drive it. ``background``:
+    went away; rt.status says why). Plain code so tests can drive it. ``on_worker``:
     the rounds run on a worker thread (the modal Erode), the tick returns at once."""
     if rt.stop_requested:
         return "stop"
     try:
-        progress = job.tick(budget, background)
+        progress = job.tick(budget, on_worker)
     except JobEnded as exc:
         rt.status = str(exc)
         return "ended"

@@ -36,7 +36,7 @@ from benchmarks.reference.reference import run_reference  # noqa: E402
 from simcore import parallel  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
 from simcore.noise import upland_terrain  # noqa: E402
-from simcore.processes.hydraulic import run_batch  # noqa: E402
+from simcore.processes.droplets import run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
 CELL = 30.0
@@ -75,7 +75,7 @@ def _identical(a: Terrain, b: Terrain) -> bool:
 _STARTUP = """
 import time; t0 = time.perf_counter()
 import numpy as np
-from simcore.processes.hydraulic import DropletParams, run_batch
+from simcore.processes.droplets import DropletParams, run_batch
 from simcore.terrain import Terrain
 t = Terrain.from_heights(np.random.default_rng(0).random((64, 64)) * 8)
 run_batch(t, DropletParams(), 1, 0, 100)

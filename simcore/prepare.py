@@ -264,9 +264,9 @@ def _marker():
 
     import numba
 
-    from .processes import hydraulic
+    from .processes import droplets
     try:
-        folder = Path(hydraulic._run_strip._cache._cache_path)
+        folder = Path(droplets._run_strip._cache._cache_path)
     except AttributeError:  # numba internals moved
         return None
     stamp = hashlib.sha1(f"{numba.__version__} {sys.version}".encode())

@@ -149,7 +149,7 @@ def test_run_writes_simcore_heights_and_documented_layers(blender):
 
     sim_mod = te.simcore.simulation
     terrain = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
-    droplet_params = te.simcore.processes.hydraulic.DropletParams
+    droplet_params = te.simcore.processes.droplets.DropletParams
     assert obj.terrain_erosion.enabled_params() == {
         "droplets": droplet_params()}, "UI floats give the exact defaults"
     sim_mod.Simulation(terrain, {"droplets": droplet_params()}, seed=11,

@@ -73,7 +73,7 @@ def _live_run(obj, particles: int) -> None:
     job.tick_seconds = 0.0  # one item per tick: every frame is written in slices
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
     for _ in range(50000):
-        state = te.operators.tick(job, rt, budget=0.0, background=True)
+        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
         if state != "running":
             break
         time.sleep(0.001)

@@ -362,7 +362,7 @@ def _background_until(job, rt, stop=lambda: False, limit=20000):
     import time
     seen = 0
     for _ in range(limit):
-        state = te.operators.tick(job, rt, budget=0.0, background=True)
+        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
         seen += bool(_runner_threads())
         if state != "running" or stop():
             return state, seen
@@ -404,7 +404,7 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
     job.live_update = 0.0
     state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
     obj.name = "Renamed"
-    assert te.operators.tick(job, rt, budget=0.0, background=True) == "ended"
+    assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
     assert "renamed" in rt.status
     job._runner.thread.join()
     assert not _runner_threads(), "the worker stopped after its round"
@@ -432,7 +432,7 @@ def _live_ticks(job, rt, until, limit_s=300.0, sleep=0.002):
     while not until():
         assert time.perf_counter() < end, "the live run made no progress"
         t0 = time.perf_counter()
-        state = te.operators.tick(job, rt, budget=0.0, background=True)
+        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
         took = time.perf_counter() - t0
         assert state in ("running", "done"), rt.status
         if job.writer.tick_items and job._wrote:
@@ -500,12 +500,12 @@ def test_a_live_run_ended_before_its_first_frame_leaves_the_mesh_as_it_was(blend
         job.live_update = 1e6  # no frame is due while rounds remain
         assert te.grid.ORIGINAL_Z in obj.data.attributes
         assert obj.terrain_erosion.water_object is not None
-        assert te.operators.tick(job, rt, budget=0.0, background=True) == "running"
+        assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "running"
         if end == "stop":
             assert job.finish(wait=False) == 0
         else:
             obj.name = "Renamed"
-            assert te.operators.tick(job, rt, budget=0.0, background=True) == "ended"
+            assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
             assert "nothing was changed" in rt.status
             obj.name = "Terrain"
         job._runner.thread.join()
@@ -635,7 +635,7 @@ def test_undo_during_a_live_run_ends_it_with_the_bookkeeping_of_the_mesh(blender
     obj = bpy.data.objects["Hills"]
     undone = mesh_state(obj.data)
     assert same_state(before, undone)
-    assert te.operators.tick(job, rt, budget=0.0, background=background) == "ended"
+    assert te.operators.tick(job, rt, budget=0.0, on_worker=background) == "ended"
     assert "Undo" in rt.status
     assert same_state(undone, mesh_state(obj.data)), "the run writes nothing more"
     s = obj.terrain_erosion

@@ -83,7 +83,7 @@ def test_built_zip_installs_enables_and_erodes_with_trees(tmp_path):
     assert len(zips) == 1
     names = zipfile.ZipFile(zips[0]).namelist()
     assert "blender_manifest.toml" in names and "__init__.py" in names
-    assert "simcore/processes/hydraulic.py" in names and "presets/default.toml" in names
+    assert "simcore/processes/droplets.py" in names and "presets/default.toml" in names
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
     assert not [n for n in names if "numpy" in n], "never bundle numpy"
     wheels = sorted(n for n in names if n.endswith(".whl"))

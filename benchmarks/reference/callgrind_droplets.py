@@ -28,7 +28,7 @@ def _child(mode: str, size: int, droplets: int) -> None:
     from benchmarks.reference.port import library, port_batch
     from simcore.formats.presets import find_preset
     from simcore.noise import upland_terrain
-    from simcore.processes.hydraulic import run_batch
+    from simcore.processes.droplets import run_batch
     from simcore.terrain import Terrain
     params = find_preset("default").params["droplets"]
     terrain = Terrain.from_heights(upland_terrain(size, seed=3), 30.0)

@@ -2,7 +2,7 @@
 
 stdlib + numpy only. Built with ``gcc -O3 -march=native -ffp-contract=off`` into a
 per-user temp folder. :func:`port_batch` takes the same arguments as
-``simcore.hydraulic.run_batch`` (uniform rain only) and works on the terrain's own
+``simcore.processes.droplets.run_batch`` (uniform rain only) and works on the terrain's own
 arrays, so the two can be timed alternately in one process on equal work; their
 results are bit-identical.
 """
@@ -68,10 +68,10 @@ def _ptr(a: np.ndarray):
 
 def port_batch(terrain, params, seed: int, first: int, count: int,
                height: np.ndarray | None = None, lib: ctypes.CDLL | None = None) -> int:
-    """``simcore.hydraulic.run_batch`` done by the C port: runs droplets
+    """``simcore.processes.droplets.run_batch`` done by the C port: runs droplets
     ``first .. first+count-1`` on ``terrain`` in place, books the outflow and returns
     the number of droplet steps. ``height`` (bedrock + sediment) is kept in step."""
-    from simcore.processes.hydraulic import strip_margin
+    from simcore.processes.droplets import strip_margin
     if not np.all(terrain.rain == terrain.rain.flat[0]):
         raise ValueError("the C port supports uniform rain only")
     if height is None:

@@ -9,7 +9,7 @@ from hypothesis.extra.numpy import arrays
 
 from simcore import kernels, parallel
 from simcore.kernels import rain_cdf
-from simcore.processes.hydraulic import DropletParams, run_batch
+from simcore.processes.droplets import DropletParams, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
@@ -317,7 +317,7 @@ def test_strips_give_the_same_result_on_more_threads_than_cores(threads):
     an order that changes from run to run with more threads than cores; the result
     must not (12 strips, brush radius 3: 2-cell margins)."""
     from simcore.noise import fractal_terrain
-    from simcore.processes.hydraulic import _run_batch, strip_margin
+    from simcore.processes.droplets import _run_batch, strip_margin
     h = fractal_terrain(384, seed=4, relief=48.0)[:, :96].copy()
     params = DropletParams(batch=6000)
     results = []

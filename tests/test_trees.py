@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from simcore.formats.states import load_state, save_state
-from simcore.processes import hydrology, vegetation
+from simcore.processes import hydrology, trees
 from simcore.processes.hydrology import HydrologyParams
-from simcore.processes.vegetation import TreeParams
+from simcore.processes.trees import TreeParams
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
@@ -22,7 +22,7 @@ def terrain(heights, **layers):
 
 
 def grow(t, cycles, params=LUSH, seed=1):
-    vegetation.run_batch(t, params, seed, 0, cycles)
+    trees.run_batch(t, params, seed, 0, cycles)
     return t
 
 
@@ -70,7 +70,7 @@ def test_trees_never_stand_in_pools_or_on_strong_streams_or_cliffs():
 def test_trees_die_by_chance():
     t = grow(terrain(np.zeros((24, 24))), 40)
     many = len(t.trees)
-    vegetation.run_batch(t, TreeParams(spawn_tries=0, spread_chance=0.0, death_chance=0.2,
+    trees.run_batch(t, TreeParams(spawn_tries=0, spread_chance=0.0, death_chance=0.2,
                                                 **CELLS),
                          1, 100, 10)
     assert 0 < len(t.trees) < 0.3 * many
@@ -108,7 +108,7 @@ def test_same_seed_same_trees_other_seed_differs(hills):
     a = grow(terrain(hills), 40, seed=5)
     b = terrain(hills)
     for first in range(0, 40, 8):  # sliced into batches: same cycles, same result
-        vegetation.run_batch(b, LUSH, 5, first, 8)
+        trees.run_batch(b, LUSH, 5, first, 8)
     c = grow(terrain(hills), 40, seed=6)
     assert np.array_equal(a.trees, b.trees)
     assert np.array_equal(a.vegetation, b.vegetation)
@@ -133,7 +133,7 @@ def test_trees_are_state_copied_saved_and_loaded(tmp_path, hills):
        st.integers(0, 2**32), st.integers(0, 30))
 def test_random_terrains_give_valid_trees(h, seed, cycles):
     t = terrain(h)
-    vegetation.run_batch(t, LUSH, seed, 0, cycles)
+    trees.run_batch(t, LUSH, seed, 0, cycles)
     t.validate()
     assert np.all((t.vegetation >= 0) & (t.vegetation <= 1))
     if len(t.trees):
@@ -151,7 +151,7 @@ def test_a_forest_has_the_same_trees_per_area_at_any_cell_size():
         for cell in (30.0, 15.0, 7.5):
             n = int(1920 / cell)
             u = Terrain.from_heights(np.zeros((n, n)), cell)
-            vegetation.run_batch(u, params, 1, 0, cycles)
+            trees.run_batch(u, params, 1, 0, cycles)
             density.append(len(u.trees) / 1.92 ** 2)
             cover.append((u.vegetation > 0.5).mean())
         assert max(density) <= 1.25 * min(density), (cycles, density)
@@ -164,7 +164,7 @@ def test_a_forest_has_the_same_trees_per_area_at_any_cell_size():
 
 def test_a_forest_grows_as_much_per_unit_of_rain_on_any_map_extent():
     """Cycles are rounds, and a map twice as wide runs 4x the rounds for the same rain
-    per area; a tree's chances per cycle then shrink (vegetation.per_rain), so the same
+    per area; a tree's chances per cycle then shrink (trees.per_rain), so the same
     rain grows the same forest on a 3.84 and a 7.68 km map. With the full chances every
     cycle the wide map's forest was older and denser."""
     from simcore.simulation import REFERENCE_AREA
