@@ -144,3 +144,34 @@ class PanelRecorder:
 
     def separator(self, *args, **kw):
         pass
+
+
+def render_pixels(bpy, te, engine: str, path, size: int, frame: int | None = None,
+                  plain_srgb: bool = False) -> np.ndarray:
+    """Render the scene ``size`` x ``size`` with ``engine`` ('CYCLES' or 'BLENDER_EEVEE',
+    the line's own EEVEE id), few samples, at ``frame`` (None: the current one) into
+    ``path`` (PNG) and return its pixels (rows, cols, RGBA floats). ``plain_srgb``: the
+    Standard view transform, so brightness keeps the albedos' order."""
+    scene = bpy.context.scene
+    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
+    scene.render.resolution_x = scene.render.resolution_y = size
+    scene.render.resolution_percentage = 100
+    if plain_srgb:
+        scene.view_settings.view_transform = 'Standard'
+    if engine == 'CYCLES':
+        scene.cycles.device = 'CPU'
+        scene.cycles.samples = 4
+        scene.cycles.use_denoising = False
+    else:
+        scene.eevee.taa_render_samples = 2
+    if frame is not None:
+        scene.frame_set(frame)
+    scene.render.filepath = str(path)
+    scene.render.image_settings.file_format = 'PNG'
+    bpy.ops.render.render(write_still=True)
+    img = bpy.data.images.load(str(path), check_existing=False)
+    w, h = img.size
+    px = np.empty(w * h * 4, np.float32)
+    img.pixels.foreach_get(px)
+    bpy.data.images.remove(img)
+    return px.reshape(h, w, 4)

@@ -9,7 +9,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, set_z, staged_addon
+from blender_helpers import add_grid, positions, render_pixels, set_z, staged_addon
 
 te = staged_addon()
 
@@ -25,29 +25,6 @@ def cone(n=48, size=2.0):
     set_z(obj.data, math.tan(math.radians(SLOPE)) * np.maximum(size / 2 - r, 0.0))
     bpy.ops.object.shade_smooth()
     return obj
-
-
-def _render(engine: str, path) -> np.ndarray:
-    scene = bpy.context.scene
-    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
-    scene.render.resolution_x = scene.render.resolution_y = 32
-    scene.render.resolution_percentage = 100
-    scene.view_settings.view_transform = 'Standard'  # plain sRGB: albedo order kept
-    if engine == 'CYCLES':
-        scene.cycles.device = 'CPU'
-        scene.cycles.samples = 4
-        scene.cycles.use_denoising = False
-    else:
-        scene.eevee.taa_render_samples = 2
-    scene.render.filepath = str(path)
-    scene.render.image_settings.file_format = 'PNG'
-    bpy.ops.render.render(write_still=True)
-    img = bpy.data.images.load(str(path), check_existing=False)
-    w, h = img.size
-    px = np.empty(w * h * 4, np.float32)
-    img.pixels.foreach_get(px)
-    bpy.data.images.remove(img)
-    return px.reshape(h, w, 4)
 
 
 def _top_view():
@@ -102,7 +79,7 @@ def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, 
     bpy.context.view_layer.objects.active = obj
     bpy.ops.terrain.apply_material()  # snow above 3/4 of the height: the middle of the view
     _top_view()
-    px = _render(engine, tmp_path / f"{engine}.png")[..., :3]
+    px = render_pixels(bpy, te, engine, tmp_path / f"{engine}.png", 32, plain_srgb=True)[..., :3]
     assert np.isfinite(px).all()
     luma = px.mean(-1)
     assert luma.std() > 0.02, "not a uniform image"

@@ -9,6 +9,7 @@ import pytest
 from blender_helpers import (
     add_grid,
     positions,
+    render_pixels,
     staged_addon,
 )
 
@@ -113,29 +114,6 @@ def test_lakes_mesh_and_shore_attributes(blender):
     assert np.array_equal(before, positions(obj.data)), "waves never move the terrain"
 
 
-def _render(engine, frame, path):
-    scene = bpy.context.scene
-    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
-    scene.render.resolution_x = scene.render.resolution_y = 48
-    scene.render.resolution_percentage = 100
-    if engine == 'CYCLES':
-        scene.cycles.device = 'CPU'
-        scene.cycles.samples = 4
-        scene.cycles.use_denoising = False
-    else:
-        scene.eevee.taa_render_samples = 2
-    scene.frame_set(frame)
-    scene.render.filepath = str(path)
-    scene.render.image_settings.file_format = 'PNG'
-    bpy.ops.render.render(write_still=True)
-    img = bpy.data.images.load(str(path), check_existing=False)
-    w, h = img.size
-    px = np.empty(w * h * 4, np.float32)
-    img.pixels.foreach_get(px)
-    bpy.data.images.remove(img)
-    return px.reshape(h, w, 4)
-
-
 def _camera_over(obj):
     bpy.ops.object.camera_add(location=(0, 0, 12), rotation=(0, 0, 0))
     cam = bpy.context.active_object
@@ -152,8 +130,8 @@ def test_wave_material_renders_and_moves_with_the_frame(blender, tmp_path, engin
     te.water_data.update_lakes(obj)
     obj.hide_render = True  # only the water
     _camera_over(obj)
-    a = _render(engine, 1, tmp_path / "a.png")
-    b = _render(engine, 13, tmp_path / "b.png")
+    a = render_pixels(bpy, te, engine, tmp_path / "a.png", 48, frame=1)
+    b = render_pixels(bpy, te, engine, tmp_path / "b.png", 48, frame=13)
     assert np.isfinite(a).all() and a[..., :3].max() > 0.05, "the water is visible"
     assert np.abs(a - b)[..., :3].mean() > 1e-3, "the waves moved between frames"
 
