@@ -109,11 +109,14 @@ def main(argv: list[str]) -> int:
             print(f"terrain_erosion: done, {progress.particles} particles in "
                   f"{progress.seconds:.1f} s", flush=True)
         if args.export_maps:
-            from .export import export_maps
+            from .export import export_maps, skipped_attributes, skipped_note
             files = export_maps(obj, args.export_maps, formats=(
                 "PNG", "EXR", *(("MULTI_EXR",) if args.multilayer_exr else ())))
             print(f"terrain_erosion: exported {len(files)} files to {args.export_maps}",
                   flush=True)
+            skipped = skipped_attributes(obj)
+            if skipped:
+                print(f"terrain_erosion: {skipped_note(skipped)}", flush=True)
         if args.save_as:
             bpy.ops.wm.save_as_mainfile(filepath=args.save_as, copy=True)
         elif args.save:

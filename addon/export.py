@@ -18,10 +18,20 @@ same Name (the files its sidecar lists) as a whole; a failure part-way leaves th
 earlier set exactly as it was. The Name is a plain file name prefix: the maps never go
 outside the chosen folder.
 
+Only the add-on's own float layers are exported: a ``te_*`` attribute that is not one
+of them, or has another type or domain than the add-on gives it (a user's own
+``te_sediment``, say), is skipped, listed in the sidecar's ``skipped_attributes`` and
+named in the operator's report.
+
 Import makes a new grid object from a 16-bit PNG or EXR heightmap (a sidecar next to
 it, if present, restores cell size and height range exactly). A multi-layer EXR gives
 the heights from its ``height`` channel and every other channel back as the object's
 ``te_<channel>`` float layer, bit for bit; its header stands in for a missing sidecar.
+A heightmap is grayscale: an image whose red, green and blue differ, or with
+transparent pixels, is refused (reading one channel would silently give a terrain
+nobody drew; a gray image stored as RGB or RGBA imports as it is). The sidecar's
+values are checked like any other input (a message naming the file and the key), and
+an import is all or nothing: it makes a whole grid object or none.
 
 Blender 4.2 and 5.x: ``Image.save_render`` with a scene's ``image_settings`` works in
 both; the settings are put back afterwards. Non-color ("data") images are written
@@ -31,6 +41,7 @@ without any view transform.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -40,11 +51,11 @@ import numpy as np
 
 from . import grid as gridio
 from . import staging
-from .scale import RealScale
+from .scale import EXAGGERATION_RANGE, MAX_REAL_SIZE, MIN_REAL_SIZE, RealScale
 from .simcore import __version__ as simcore_version
 from .simcore.channels import label_lakes, stream_polylines
-from .simcore.errors import InputFileError, OutputPathError, UserError
-from .simcore.fileio import atomic_write, check_output
+from .simcore.errors import InputFileError, OutputPathError, UserError, describe_os_error
+from .simcore.fileio import atomic_write, check_input, check_output
 from .simcore.formats import exr
 from .simcore.layers import WET_DEPTH
 from .simcore.processes import FIELDS
@@ -136,9 +147,52 @@ def _save_image(path: Path, raster: np.ndarray, fmt: str) -> None:
         bpy.data.scenes.remove(scene)
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, with a name the system refuses (too long, a NUL byte) or a
+    FIFO or device (fileio.check_input: it would block) an InputFileError."""
+    if "\0" in str(path):
+        raise InputFileError(f"cannot read {str(path)!r}: the path has a NUL byte; fix "
+                             "the path")
+    try:
+        found = path.is_file()
+    except OSError as exc:
+        raise InputFileError(describe_os_error(exc, path, "read")) from None
+    check_input(path)
+    return found
+
+
+def _gray(px: np.ndarray, path: Path) -> np.ndarray:
+    """The gray channel of (rows, cols, channels) pixels; InputFileError for a colour
+    image (red, green and blue differ) or transparent pixels. A heightmap has one
+    value a pixel: taking one channel of a colour image would make a terrain nobody
+    drew, without a word."""
+    rows, cols, n = px.shape
+    gray = px[..., 0]
+    if n >= 3:
+        same = np.ones((rows, cols), bool)
+        for k in (1, 2):
+            other = px[..., k]
+            same &= (other == gray) | (np.isnan(other) & np.isnan(gray))
+        differ = int(rows * cols - np.count_nonzero(same))
+        if differ:
+            raise InputFileError(
+                f"{path} is a colour image (red, green and blue differ at {differ:,} of "
+                f"{rows * cols:,} pixels): a heightmap is grayscale, and reading one "
+                "channel would give a terrain you did not draw; save it as a grayscale "
+                "image (a 16-bit PNG or a float EXR), or the channel you mean on its own")
+    if n in (2, 4):
+        transparent = int(np.count_nonzero(px[..., -1] != 1.0))
+        if transparent:
+            raise InputFileError(
+                f"{path} has transparent pixels ({transparent:,} with alpha below 1): a "
+                "heightmap needs a height at every pixel; save it without alpha")
+    return gray
+
+
 def _load_image(path: Path) -> np.ndarray:
-    """A grayscale (first channel) float64 raster, row 0 = image bottom."""
-    if not path.is_file():
+    """A grayscale float64 raster, row 0 = image bottom; InputFileError for a colour
+    image or transparent pixels (:func:`_gray`)."""
+    if not _is_file(path):
         raise InputFileError(f"cannot read {path}: no such file")
     try:
         img = bpy.data.images.load(str(path), check_existing=False)
@@ -155,25 +209,66 @@ def _load_image(path: Path) -> np.ndarray:
                                  f"{gridio.MAX_VERTICES:,} vertices (4096x4096)")
         px = np.empty(cols * rows * img.channels, np.float32)
         img.pixels.foreach_get(px)
-        return px.reshape(rows, cols, img.channels)[..., 0].astype(np.float64)
+        return _gray(px.reshape(rows, cols, img.channels), path).astype(np.float64)
     finally:
         bpy.data.images.remove(img)
 
 
 # ------------------------------------------------------------------ export
 
+#: the float layers export writes (the exact state and each process's change; the
+#: original heights stay on the mesh): FLOAT per POINT, as the add-on writes them
+EXPORTED_LAYERS = frozenset(gridio.FLOAT_LAYERS.values()) | frozenset(
+    gridio.CHANGE_LAYERS.values())
+
+
+def _our_kind(name: str) -> str | None:
+    """The data type the add-on gives its attribute ``name`` (point domain), or None
+    when it writes no attribute of that name on a terrain."""
+    if name in EXPORTED_LAYERS or name == gridio.ORIGINAL_Z:
+        return 'FLOAT'
+    if name in gridio.COLOR_LAYERS.values():
+        return 'FLOAT_COLOR'
+    return None
+
+
+def skipped_attributes(obj: bpy.types.Object) -> dict[str, str]:
+    """The ``te_*`` attributes of ``obj`` that are not the add-on's (not a layer it
+    writes, or another type or domain than it gives it: a user's own, whatever it
+    means) -> why; export leaves them out."""
+    skipped = {}
+    for attr in obj.data.attributes:
+        name = attr.name
+        if not name.startswith("te_"):
+            continue
+        kind = _our_kind(name)
+        if kind is None:
+            skipped[name] = "not a layer the add-on writes"
+        elif (attr.data_type, attr.domain) != (kind, 'POINT'):
+            skipped[name] = (f"{attr.data_type} per {attr.domain}; the add-on's {name} is "
+                             f"{kind} per POINT")
+    return skipped
+
+
 def _layers(obj: bpy.types.Object, grid: gridio.Grid) -> dict[str, np.ndarray]:
-    """Heights plus every te_* float layer, (rows, cols) in local units."""
+    """Heights plus every float layer of the add-on's (:data:`EXPORTED_LAYERS`, FLOAT
+    per POINT), (rows, cols) in local units."""
     me = obj.data
     z = gridio.read_positions(me)[:, 2][grid.order].reshape(grid.rows, grid.cols)
     maps = {"height": z.astype(np.float64)}
     for attr in me.attributes:
-        if (attr.name.startswith("te_") and attr.data_type == 'FLOAT'
-                and attr.domain == 'POINT' and attr.name != gridio.ORIGINAL_Z):
-            values = gridio.read_float_layer(me, attr.name, grid)
+        if attr.name in EXPORTED_LAYERS:
+            values = gridio.read_float_layer(me, attr.name, grid)  # None: another kind
             if values is not None:
                 maps[attr.name[3:]] = values.astype(np.float64)
     return maps
+
+
+def skipped_note(skipped: dict[str, str]) -> str:
+    """One sentence naming the attributes export skipped and why."""
+    return ("Export skipped attributes the add-on did not write: "
+            + "; ".join(f"{name} ({why})" for name, why in skipped.items())
+            + " (rename them if they are yours)")
 
 
 def _settings_record(obj: bpy.types.Object) -> dict:
@@ -200,10 +295,15 @@ def check_export_folder(folder: str | os.PathLike) -> Path:
         raise OutputPathError(f"cannot export to {folder}: it is relative to the .blend, "
                               "which is not saved yet; save it or choose a folder")
     path = Path(bpy.path.abspath(str(folder)))
-    if not path.is_dir():
-        raise OutputPathError(f"cannot export to {path}: not an existing folder; "
-                              "create it or choose another")
-    check_output(path / ".te-export-check.json")
+    if "\0" not in str(path):  # a NUL byte: fileio's check below says so
+        try:
+            missing = not path.is_dir()
+        except OSError:  # too long a name: fileio's check below says so
+            missing = False
+        if missing:
+            raise OutputPathError(f"cannot export to {path}: not an existing folder; "
+                                  "create it or choose another")
+    check_output(path / ".te-export-check.json")  # over-long names, NUL: a message
     return path
 
 
@@ -273,10 +373,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     folder = check_export_folder(folder)
     grid = gridio.detect_grid(obj.data)
     scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
-    maps = _layers(obj, grid)
-    if MULTI in formats and "layers" in maps:
-        raise ExportError("the object has a float attribute 'te_layers', whose EXR would "
-                          "have the multi-layer file's name; rename the attribute")
+    maps = _layers(obj, grid)  # ours only: no map is named 'layers' (the multi-layer EXR)
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
     check_output(folder / f"{base}.json", estimate)
     previous = previous_export(folder, base)
@@ -348,6 +445,9 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
         "maps": record,
         **_settings_record(obj),
     }
+    skipped = skipped_attributes(obj)
+    if skipped:
+        sidecar["skipped_attributes"] = skipped
     if multi:
         facts = {k: v for k, v in sidecar.items() if k not in NOT_IN_HEADER}
         written.append(exr.write(out / multi, maps, facts, oiio))
@@ -401,23 +501,145 @@ def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,
 
 # ------------------------------------------------------------------ import
 
-def read_sidecar(path: Path) -> dict | None:
+class Sidecar(dict):
+    """A sidecar's entries (the .json beside a map, or the facts a multi-layer EXR's
+    header repeats); ``where`` names it in messages, ``fix`` says how to mend it."""
+
+    def __init__(self, data: dict, where: str, fix: str) -> None:
+        super().__init__(data)
+        self.where, self.fix = where, fix
+
+
+def read_sidecar(path: Path) -> Sidecar | None:
     """The sidecar of an exported map (``<base>.json`` for ``<base>_height.*``), or
-    None when there is none."""
+    None when there is none (a JSON file that is not ours is not a sidecar)."""
     stem = path.stem
     candidates = [path.with_suffix(".json")]
     for ending in ("_height", "_layers"):
         if stem.endswith(ending):
             candidates.insert(0, path.with_name(stem[:-len(ending)] + ".json"))
     for side in candidates:
-        if side.is_file():
+        if _is_file(side):
             try:
                 data = json.loads(side.read_text("utf-8"))
             except (OSError, ValueError) as exc:
                 raise InputFileError(f"cannot read the sidecar {side}: {exc}") from None
             if isinstance(data, dict) and data.get("generator") == "Terrain Erosion":
-                return data
+                return Sidecar(data, f"the sidecar {side}",
+                               "fix it, export the map again, or move the sidecar away to "
+                               "import with the values you give")
     return None
+
+
+#: largest local coordinate an import makes (|x|, |y| or a height): float32 positions
+#: still resolve a unit there; farther out Blender cannot place vertices usefully
+MAX_COORD = 1e7
+#: smallest cell relative to the grid's largest coordinate (16 float32 steps): finer
+#: and neighbouring vertices merge
+MIN_CELL_RELATIVE = 2.0 ** -20
+_REQUIRED = object()
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _side_error(side: Sidecar, key: str, problem: str, need: str) -> InputFileError:
+    return InputFileError(f"{side.where}: {key!r} {problem}; it must be {need}: "
+                          f"{side.fix}")
+
+
+def _side_number(side: Sidecar, key: str, need: str, ok=lambda v: True,
+                 default=_REQUIRED):
+    """The finite number ``side[key]`` (``ok`` of it true), ``default`` when absent;
+    InputFileError naming the sidecar and the key otherwise (text, null, a list, a
+    bool, NaN, inf, out of range, missing and required)."""
+    if key not in side:
+        if default is not _REQUIRED:
+            return default
+        raise _side_error(side, key, "is missing", need)
+    value, number = side[key], None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond any float
+            number = None
+    if number is None or not math.isfinite(number) or not ok(number):
+        raise _side_error(side, key, f"is {_shown(value)}", need)
+    return number
+
+
+def _sidecar_facts(side: Sidecar, path: Path, shape: tuple[int, int], png: bool,
+                   cell_size: float) -> dict:
+    """What the import takes from a sidecar, every value checked (a key that is
+    present must be valid; a key the import needs must be present): cell sizes (unless
+    ``cell_size`` > 0 is given), the PNG height range, the origin, the real size."""
+    rows, cols = shape
+    for key, n in (("rows", rows), ("cols", cols)):
+        got = side.get(key, n)
+        if isinstance(got, bool) or not isinstance(got, int) or got != n:
+            raise _side_error(side, key, f"is {_shown(got)}, but {path.name} is {cols}x"
+                              f"{rows} pixels", f"{n} (or the sidecar belongs to another "
+                              "image)")
+    inside = f"a number within ±{MAX_COORD:g} local units"
+    cell = "a cell size in local units above 0"
+    facts = {"cell_x": _side_number(side, "cell_size_x", cell, lambda v: v > 0,
+                                    None if cell_size > 0 else _REQUIRED)}
+    facts["cell_y"] = _side_number(side, "cell_size_y", cell, lambda v: v > 0,
+                                   facts["cell_x"])
+    low = _side_number(side, "height_min", inside, lambda v: abs(v) <= MAX_COORD,
+                       _REQUIRED if png else None)
+    facts["height_min"] = low
+    facts["height_max"] = _side_number(
+        side, "height_max", f"{inside}, at least 'height_min' ({low!r})",
+        lambda v: abs(v) <= MAX_COORD and (low is None or v >= low),
+        _REQUIRED if png else None)
+    for key in ("origin_x", "origin_y"):
+        facts[key] = _side_number(side, key, inside, lambda v: abs(v) <= MAX_COORD, None)
+    facts["real"] = None
+    lo, hi = EXAGGERATION_RANGE
+    exaggeration = _side_number(side, "vertical_exaggeration", f"between {lo:g} and {hi:g}",
+                                lambda v: lo <= v <= hi, 1.0)
+    if "real_size" in side:  # sidecars before issue 29 have none: Real Size automatic
+        real = _side_number(side, "real_size", f"0 (automatic) or {MIN_REAL_SIZE:g} to "
+                            f"{MAX_REAL_SIZE:g} metres",
+                            lambda v: v == 0 or MIN_REAL_SIZE <= v <= MAX_REAL_SIZE)
+        try:
+            RealScale.of(3, 3, 1.0, real, exaggeration)
+        except UserError as exc:
+            raise InputFileError(f"{side.where}: {exc}; {side.fix}") from None
+        facts["real"] = (real, exaggeration)
+    return facts
+
+
+def _check_lattice(side: Sidecar | None, path: Path, shape: tuple[int, int],
+                   cell_x: float, cell_y: float, x0: float | None,
+                   y0: float | None) -> tuple[float, float]:
+    """The origin (x0, y0) of a grid of ``shape`` with these cells: every vertex within
+    :data:`MAX_COORD` and apart from its neighbours in float32; InputFileError naming
+    the key (or the Cell Size given) otherwise."""
+    rows, cols = shape
+    origin = []
+    for axis, n, cell, start in (("x", cols, cell_x, x0), ("y", rows, cell_y, y0)):
+        start = -(n - 1) * cell / 2 if start is None else start
+        reach = max(abs(start), abs(start + (n - 1) * cell))
+        problem = None
+        if not reach <= MAX_COORD:
+            problem = (f"makes the {n}-vertex grid reach {reach:g} local units in {axis}; "
+                       f"at most {MAX_COORD:g}")
+        elif cell < MIN_CELL_RELATIVE * max(reach, 1.0):
+            problem = (f"is too small for a grid reaching {reach:g} local units in {axis}: "
+                       "its vertices would merge (float32 positions)")
+        if problem:
+            key = f"cell_size_{axis}"
+            if side is not None and key in side:
+                raise InputFileError(f"{side.where}: {key!r} ({cell:g}) {problem}; "
+                                     f"{side.fix}")
+            raise InputFileError(f"cannot import {path.name}: a Cell Size of {cell:g} "
+                                 f"{problem}; give another Cell Size")
+        origin.append(start)
+    return origin[0], origin[1]
 
 
 def quad_mesh(me: bpy.types.Mesh, co: np.ndarray, quads: np.ndarray) -> bpy.types.Mesh:
@@ -445,9 +667,17 @@ def make_grid_object(name: str, z: np.ndarray, cell_x: float, cell_y: float,
     qr, qc = np.mgrid[0:rows - 1, 0:cols - 1]
     first = (qr * cols + qc).ravel()
     quads = np.stack([first, first + 1, first + cols + 1, first + cols], axis=1)
-    me = quad_mesh(bpy.data.meshes.new(name), co.reshape(-1, 3), quads)
-    obj = bpy.data.objects.new(name, me)
-    bpy.context.collection.objects.link(obj)
+    me = bpy.data.meshes.new(name)
+    obj = None
+    try:  # all or nothing: a failure removes what was made
+        quad_mesh(me, co.reshape(-1, 3), quads)
+        obj = bpy.data.objects.new(name, me)
+        bpy.context.collection.objects.link(obj)
+    except BaseException:
+        if obj is not None:
+            bpy.data.objects.remove(obj)
+        bpy.data.meshes.remove(me)
+        raise
     return obj
 
 
@@ -461,49 +691,69 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     next to the file overrides the range and gives the cell size; ``cell_size`` > 0
     overrides that (no sidecar and 0: 1 unit per cell). The sidecar's real size and
     vertical exaggeration become the new object's (older sidecars have none: automatic).
+
+    Every value is checked before anything is made (InputFileError naming the file and
+    the key); all or nothing: whatever fails once the object is made removes it again.
     """
     path = Path(bpy.path.abspath(str(filepath)))
     if path.suffix.lower() not in (".png", ".exr"):
         raise InputFileError(f"cannot import {path.name}: use a 16-bit PNG or an EXR")
-    if not path.is_file():
+    if not _is_file(path):
         raise InputFileError(f"cannot read {path}: no such file")
     layers: dict[str, np.ndarray] = {}
-    if path.suffix.lower() == ".exr" and exr.is_multilayer(path):
+    # ours by its 'height' channel, also with no other layer (Blender's reader makes
+    # garbage of a channel of that name)
+    if path.suffix.lower() == ".exr" and exr.HEIGHT in exr.channel_names(path):
         layers, side = _read_layers(path)
         raw = layers.pop(exr.HEIGHT)
     else:
         raw = _load_image(path)
         side = read_sidecar(path)
+    png = path.suffix.lower() == ".png"
     cell_x = cell_y = 1.0
+    x0 = y0 = real = None
     if side is not None:
-        cell_x = float(side.get("cell_size_x", 1.0))
-        cell_y = float(side.get("cell_size_y", cell_x))
-        height_min = float(side.get("height_min", height_min))
-        height_max = float(side.get("height_max", height_max))
+        facts = _sidecar_facts(side, path, raw.shape, png, cell_size)
+        cell_x, cell_y = facts["cell_x"] or 1.0, facts["cell_y"] or 1.0
+        if png:
+            height_min, height_max = facts["height_min"], facts["height_max"]
+        x0, y0, real = facts["origin_x"], facts["origin_y"], facts["real"]
     if cell_size > 0:
         cell_x = cell_y = float(cell_size)
-    if path.suffix.lower() == ".png":
+    x0, y0 = _check_lattice(side, path, raw.shape, cell_x, cell_y, x0, y0)
+    if png:
         z = height_min + np.rint(raw * PNG_LEVELS) / PNG_LEVELS * (height_max - height_min)
     else:
         z = raw
     if not np.isfinite(z).all():
         raise InputFileError(f"{path} has NaN/inf pixels; fill them before importing")
-    x0 = y0 = None
-    if side is not None and side.get("rows") == z.shape[0] and side.get("cols") == z.shape[1]:
-        x0, y0 = side.get("origin_x"), side.get("origin_y")
-    real = _real_size(side, path) if side is not None else None
+    if np.abs(z).max() > MAX_COORD:
+        raise InputFileError(f"{path} has heights up to {np.abs(z).max():g} local units; "
+                             f"at most {MAX_COORD:g} can be placed (float32 positions): "
+                             "scale the heights down (PNG: Height Min/Max)")
     obj = make_grid_object(name or path.stem, z, cell_x, cell_y, x0, y0)
-    obj["terrain_erosion_source"] = str(path)
-    if layers:
-        grid = gridio.detect_grid(obj.data)
+    try:
+        obj["terrain_erosion_source"] = str(path)
+        grid = gridio.detect_grid(obj.data)  # a grid the add-on can erode, or nothing
         for channel, values in layers.items():
             gridio.write_float_layer(obj.data, "te_" + channel, grid, values)
-    if real is not None:
-        obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = real
+        if real is not None:
+            obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = real
+    except BaseException:
+        _remove_object(obj)
+        raise
     return obj
 
 
-def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], dict | None]:
+def _remove_object(obj: bpy.types.Object) -> None:
+    """Remove an object this module made, and its mesh."""
+    me = obj.data
+    bpy.data.objects.remove(obj)
+    if me is not None and me.users == 0:
+        bpy.data.meshes.remove(me)
+
+
+def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
     """The channels of a multi-layer EXR (float32 grids by name) and its sidecar:
     the .json beside it, else the facts its header repeats, else None."""
     layers = exr.read(path, openimageio(), max_cells=gridio.MAX_VERTICES)
@@ -513,28 +763,13 @@ def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], dict | None]:
                              "least 3x3")
     side = read_sidecar(path)
     if side is None and layers.attributes.get("generator") == "Terrain Erosion":
-        side = {}
+        side = Sidecar({}, f"the header of {path}", "export it again")
         for key, text in layers.attributes.items():
             try:
                 side[key] = json.loads(text)
             except ValueError:
                 side[key] = text
     return layers.channels, side
-
-
-def _real_size(side: dict, path: Path) -> tuple[float, float] | None:
-    """(real size in metres, vertical exaggeration) a sidecar records, checked; None
-    for a sidecar written before real sizes existed."""
-    if "real_size" not in side:
-        return None
-    try:
-        real = float(side["real_size"])
-        exaggeration = float(side.get("vertical_exaggeration", 1.0))
-        RealScale.of(3, 3, 1.0, real, exaggeration)
-    except (TypeError, ValueError, UserError) as exc:
-        raise InputFileError(f"the sidecar of {path.name} has a bad real size: {exc}") \
-            from None
-    return real, exaggeration
 
 
 # ------------------------------------------------------------------ operators & panel
@@ -586,6 +821,9 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
             self.report({'ERROR'}, str(exc))
             return {'CANCELLED'}
         self.report({'INFO'}, f"Exported {len(files)} files to {files[-1].parent}")
+        skipped = skipped_attributes(context.active_object)
+        if skipped:
+            self.report({'WARNING'}, skipped_note(skipped))
         return {'FINISHED'}
 
 

@@ -206,6 +206,9 @@ def _fsync_dir(folder: Path) -> None:
 def _checked_target(shown: Path) -> Path:
     """The file to write for ``shown``, checked; a name the system refuses (too long,
     a NUL byte) is an OutputPathError like any other bad path, not a traceback."""
+    if "\0" in os.fspath(shown):  # pathlib's checks take it for a missing folder
+        raise OutputPathError(f"cannot write {str(shown)!r}: the path has a NUL byte; "
+                              "fix the path")
     try:
         target = resolve_target(shown)
         _check_target(shown, target)

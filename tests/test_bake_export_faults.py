@@ -568,3 +568,277 @@ def test_frames_that_repeat_the_previous_one_are_noted(blender, tmp_path, capfd)
     # enough particles per frame: no note
     manifest = te.bake.bake(bpy.data.objects["Dunes"], 1, 3, per_round)
     assert manifest.get("repeats") is None
+
+
+# ------------------------------------------------------------------ import and export: the
+# cases of addon/export.py (issue 28, round two)
+
+def _objects_and_meshes() -> tuple[list[str], list[str]]:
+    return sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes)
+
+
+def _exported_heightmap(tmp_path: Path, formats=("PNG", "EXR")) -> Path:
+    """A small grid exported as ``side_*`` into ``tmp_path``; returns its sidecar."""
+    obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Src")
+    te.export.export_maps(obj, tmp_path, "side", formats)
+    return tmp_path / "side.json"
+
+
+#: hostile sidecar values: key -> value (DELETE: the key is missing)
+DELETE = object()
+HOSTILE_SIDECARS = {
+    "cell size as text": ("cell_size_x", "big"),
+    "cell size null": ("cell_size_x", None),
+    "cell size a list": ("cell_size_x", [1.0]),
+    "cell size a dict": ("cell_size_y", {"value": 1.0}),
+    "cell size true": ("cell_size_x", True),
+    "zero cell size": ("cell_size_x", 0),
+    "negative cell size": ("cell_size_y", -0.5),
+    "NaN cell size": ("cell_size_x", float("nan")),
+    "infinite cell size": ("cell_size_y", float("inf")),
+    "huge cell size": ("cell_size_x", 1e300),
+    "tiny cell size": ("cell_size_x", 1e-300),
+    "missing cell size": ("cell_size_x", DELETE),
+    "height range of 1e300": ("height_max", 1e300),
+    "height min of -1e300": ("height_min", -1e300),
+    "height max as text": ("height_max", "high"),
+    "height max NaN": ("height_max", float("nan")),
+    "height min infinite": ("height_min", float("-inf")),
+    "min above max": ("height_min", 1e6),
+    "missing height max": ("height_max", DELETE),
+    "origin as text": ("origin_x", "left"),
+    "origin of 1e300": ("origin_y", 1e300),
+    "rows as text": ("rows", "many"),
+    "huge rows": ("rows", 10**12),
+    "cols a float": ("cols", 12.5),
+    "real size a dict": ("real_size", {"m": 5}),
+    "exaggeration a list": ("vertical_exaggeration", [2]),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_SIDECARS))
+@pytest.mark.parametrize("suffix", [".png", ".exr"])
+def test_a_hostile_sidecar_is_a_message_naming_file_and_key_and_nothing_is_made(
+        blender, tmp_path, case, suffix):
+    key, value = HOSTILE_SIDECARS[case]
+    if suffix == ".exr" and key in ("height_min", "height_max") and value is DELETE:
+        pytest.skip("an EXR holds heights: its import never reads the height range")
+    side = _exported_heightmap(tmp_path)
+    data = json.loads(side.read_text())
+    if value is DELETE:
+        del data[key]
+    else:
+        data[key] = value
+    side.write_text(json.dumps(data))
+    before = _objects_and_meshes()
+    image = tmp_path / f"side_height{suffix}"
+    with pytest.raises(UserError) as caught:
+        te.export.import_heightmap(image)
+    text = str(caught.value)
+    assert "side.json" in text and repr(key) in text, text
+    assert _objects_and_meshes() == before, "no object or mesh left behind"
+    with pytest.raises(RuntimeError, match=key):  # the operator: an ERROR report
+        bpy.ops.terrain.import_heightmap(filepath=str(image))
+    assert _objects_and_meshes() == before
+
+
+@pytest.mark.parametrize("case", ["cell size as text", "zero cell size", "NaN cell size",
+                                  "huge cell size", "origin of 1e300", "rows as text",
+                                  "exaggeration a list"])
+def test_a_hostile_multilayer_exr_header_is_a_message_and_nothing_is_made(
+        blender, tmp_path, case):
+    """The facts a multi-layer EXR's header repeats stand in for a missing sidecar:
+    checked the same way."""
+    exr = te.simcore.formats.exr
+    key, value = HOSTILE_SIDECARS[case]
+    _exported_heightmap(tmp_path, ("MULTI_EXR",)).unlink()
+    path = tmp_path / "side_layers.exr"
+    layers = exr.read(path, te.export.openimageio())
+    facts = {}
+    for k, text in layers.attributes.items():
+        if k not in ("generator", "row_order", "crc32"):  # exr.write adds these
+            try:
+                facts[k] = json.loads(text)
+            except ValueError:  # a string is stored as it is
+                facts[k] = text
+    facts[key] = value
+    path.unlink()
+    exr.write(path, layers.channels, facts, te.export.openimageio())
+    before = _objects_and_meshes()
+    with pytest.raises(UserError) as caught:
+        te.export.import_heightmap(path)
+    text = str(caught.value)
+    assert "header of" in text and "side_layers.exr" in text and repr(key) in text, text
+    assert _objects_and_meshes() == before
+
+
+def test_a_multilayer_exr_of_heights_alone_imports_exactly(blender, tmp_path):
+    """A grid without layers exported as Multi-layer EXR only has one channel, 'height':
+    Blender's own reader made garbage heights of it (up to 1e31)."""
+    _exported_heightmap(tmp_path, ("MULTI_EXR",))
+    src = bpy.data.objects["Src"]
+    new = te.export.import_heightmap(tmp_path / "side_layers.exr")
+    z = [np.empty(len(o.data.vertices) * 3, np.float32) for o in (src, new)]
+    for o, co in zip((src, new), z):
+        o.data.attributes["position"].data.foreach_get("vector", co)
+    assert np.array_equal(z[0][2::3], z[1][2::3])
+
+
+def test_an_exr_height_range_is_not_needed_and_a_given_cell_size_overrides(blender, tmp_path):
+    side = _exported_heightmap(tmp_path)
+    data = json.loads(side.read_text())
+    del data["height_min"], data["height_max"], data["cell_size_x"]
+    side.write_text(json.dumps(data))
+    obj = te.export.import_heightmap(tmp_path / "side_height.exr", cell_size=0.5)
+    g = te.grid.detect_grid(obj.data)
+    assert np.isclose(g.cell_x, 0.5) and np.isclose(g.cell_y, 0.5)
+
+
+def test_exr_heights_beyond_what_blender_can_place_are_refused(blender, tmp_path):
+    te.export._save_image(tmp_path / "far.exr", np.full((5, 5), 3e30), "EXR")
+    before = _objects_and_meshes()
+    with pytest.raises(UserError, match="far.exr"):
+        te.export.import_heightmap(tmp_path / "far.exr")
+    assert _objects_and_meshes() == before
+
+
+def test_an_import_failing_part_way_leaves_no_object(blender, tmp_path, monkeypatch):
+    """All or nothing: whatever fails after the object is made takes it away again."""
+    side = _exported_heightmap(tmp_path)
+    before = _objects_and_meshes()
+
+    def broken(*_a, **_k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(te.grid, "detect_grid", broken)
+    with pytest.raises(KeyboardInterrupt):
+        te.export.import_heightmap(side.with_name("side_height.png"))
+    assert _objects_and_meshes() == before
+
+
+def _save_rgba(path: Path, rgba: np.ndarray, mode: str) -> None:
+    """Write a (rows, cols, 4) 0..1 raster as a 16-bit PNG or 32-bit EXR in ``mode``
+    (RGB or RGBA) with Blender's writer."""
+    rows, cols, _ = rgba.shape
+    img = bpy.data.images.new("colour", cols, rows, alpha=True, float_buffer=True,
+                              is_data=True)
+    scene = bpy.data.scenes.new("colour")
+    try:
+        img.pixels.foreach_set(np.ascontiguousarray(rgba, np.float32).ravel())
+        s = scene.render.image_settings
+        if path.suffix == ".png":
+            s.file_format, s.color_depth = 'PNG', '16'
+        else:
+            s.file_format, s.color_depth = 'OPEN_EXR', '32'
+        s.color_mode = mode
+        img.save_render(str(path), scene=scene)
+    finally:
+        bpy.data.images.remove(img)
+        bpy.data.scenes.remove(scene)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".exr"])
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_colour_heightmap_is_refused(blender, tmp_path, suffix, mode):
+    """Issue 28: an RGBA heightmap imported its red channel without a word."""
+    rng = np.random.default_rng(1)
+    rgba = rng.random((6, 7, 4))
+    rgba[..., 3] = 1.0
+    path = tmp_path / f"colour{suffix}"
+    _save_rgba(path, rgba, mode)
+    before = _objects_and_meshes()
+    with pytest.raises(UserError, match="colour") as caught:
+        te.export.import_heightmap(path)
+    assert path.name in str(caught.value) and "grayscale" in str(caught.value)
+    assert _objects_and_meshes() == before
+    with pytest.raises(RuntimeError, match="colour"):
+        bpy.ops.terrain.import_heightmap(filepath=str(path))
+
+
+@pytest.mark.parametrize("suffix", [".png", ".exr"])
+def test_a_heightmap_with_transparent_pixels_is_refused(blender, tmp_path, suffix):
+    gray = np.linspace(0, 1, 42).reshape(6, 7)
+    rgba = np.repeat(gray[..., None], 4, axis=2)
+    rgba[..., 3] = 1.0
+    rgba[2, 3, 3] = 0.25
+    path = tmp_path / f"holes{suffix}"
+    _save_rgba(path, rgba, "RGBA")
+    with pytest.raises(UserError, match="transparent"):
+        te.export.import_heightmap(path)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".exr"])
+@pytest.mark.parametrize("mode", ["RGB", "RGBA"])
+def test_a_gray_heightmap_stored_as_colour_imports(blender, tmp_path, suffix, mode):
+    gray = np.linspace(0, 1, 42).reshape(6, 7)
+    rgba = np.repeat(gray[..., None], 4, axis=2)
+    rgba[..., 3] = 1.0
+    path = tmp_path / f"gray{suffix}"
+    _save_rgba(path, rgba, mode)
+    obj = te.export.import_heightmap(path)
+    g = te.grid.detect_grid(obj.data)
+    co = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.attributes["position"].data.foreach_get("vector", co)
+    z = co.reshape(-1, 3)[:, 2][g.order].reshape(g.rows, g.cols)
+    assert np.abs(z - gray).max() <= 1 / 65535
+
+
+def test_only_the_addons_own_float_layers_are_exported(blender, tmp_path, capfd):
+    """Issue 28: a user float attribute named like one of ours was exported as ours."""
+    obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Mixed")
+    me = obj.data
+    g = te.grid.detect_grid(me)
+    te.grid.write_float_layer(me, "te_bedrock", g, np.ones((g.rows, g.cols)))  # ours
+    me.attributes.new("te_sediment", 'FLOAT', 'POINT')  # ours is a colour layer
+    me.attributes.new("te_mine", 'FLOAT', 'POINT')  # no layer of ours
+    me.attributes.new("te_eroded", 'FLOAT', 'FACE')  # ours is per point
+    me.attributes.new("te_stream", 'INT', 'POINT')  # ours is FLOAT
+    me.attributes.new("te_deposited", 'FLOAT_VECTOR', 'POINT')
+    me.attributes.new("my_layer", 'FLOAT', 'POINT')  # not named like ours: not a word
+    out = tmp_path / "maps"
+    out.mkdir()
+    names = {p.name for p in te.export.export_maps(obj, out, "mixed")}
+    side = json.loads((out / "mixed.json").read_text())
+    assert set(side["maps"]) == {"height", "bedrock"}
+    assert {n for n in names if n.startswith("mixed_")} == {
+        "mixed_height.png", "mixed_height.exr", "mixed_bedrock.png", "mixed_bedrock.exr"}
+    skipped = side["skipped_attributes"]
+    assert set(skipped) == {"te_sediment", "te_mine", "te_eroded", "te_stream",
+                            "te_deposited"}
+    assert "FLOAT_COLOR" in skipped["te_sediment"] and "FACE" in skipped["te_eroded"]
+    assert "INT" in skipped["te_stream"] and "not a layer" in skipped["te_mine"]
+    assert te.export.skipped_attributes(obj) == skipped
+    bpy.context.view_layer.objects.active = obj
+    capfd.readouterr()
+    assert bpy.ops.terrain.export_maps(directory=str(out), basename="mixed") == {'FINISHED'}
+    said = "".join(capfd.readouterr())
+    assert "te_sediment" in said and "te_mine" in said and "skipped" in said, said
+    # (an Erode with a FLOAT_VECTOR te_deposited fails in grid.MeshSnapshot.take: not
+    # export's; reported)
+    me.attributes.remove(me.attributes["te_deposited"])
+    assert te.batch.main(["--object", "Mixed", "--particles", "300",
+                          "--export-maps", str(out)]) == 0
+    said = "".join(capfd.readouterr())  # (the run replaced te_sediment with ours)
+    assert "te_mine" in said and "te_stream" in said and "skipped" in said, said
+
+
+def test_over_long_or_nul_paths_in_export_and_import_are_messages(blender, tmp_path):
+    obj = add_grid(bpy, n=9, name="Paths")
+    bpy.context.view_layer.objects.active = obj
+    long_folder = tmp_path / ("n" * 300)
+    (tmp_path / ("n" * 200)).mkdir()
+    for folder in (long_folder, tmp_path / ("n" * 200) / ("m" * 300), f"{tmp_path}/a\0b"):
+        with pytest.raises(UserError, match="shorter name|null|NUL"):
+            te.export.export_maps(obj, folder, "x")
+        with pytest.raises(RuntimeError) as caught:  # a string property ends at a NUL
+            bpy.ops.terrain.export_maps(directory=str(folder), basename="x")
+        assert "Traceback" not in str(caught.value) and "cannot" in str(caught.value)
+    assert tree(tmp_path) == {"n" * 200: None}
+    before = _objects_and_meshes()
+    for image in (tmp_path / ("n" * 300 + ".png"), f"{tmp_path}/a\0b.exr",
+                  long_folder / "x.png"):
+        with pytest.raises(UserError, match="shorter name|null|NUL"):
+            te.export.import_heightmap(image)
+        with pytest.raises(RuntimeError) as caught:
+            bpy.ops.terrain.import_heightmap(filepath=str(image))
+        assert "Traceback" not in str(caught.value) and "cannot" in str(caught.value)
+    assert _objects_and_meshes() == before

@@ -43,8 +43,10 @@ def eroded(blender):
     g = te.grid.detect_grid(obj.data)  # signed zeros and tiny values must survive too
     signs = np.where(np.arange(g.rows * g.cols).reshape(g.rows, g.cols) % 3 == 0, -0.0, 0.0)
     signs[0, :3] = (np.float32(1e-45), -np.float32(1e-45), np.float32(3.4e38))
-    te.grid.write_float_layer(obj.data, "te_signs", g, signs)
-    assert np.signbit(all_layers(obj)["signs"]).sum() == (signs.size + 2) // 3
+    # in a layer of the add-on's (export writes no other): the change of a process
+    # this run leaves out (a run reads it as it is; a state layer is range-checked)
+    te.grid.write_float_layer(obj.data, "te_change_landscape", g, signs)
+    assert np.signbit(all_layers(obj)["change_landscape"]).sum() == (signs.size + 2) // 3
     return obj
 
 
