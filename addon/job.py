@@ -183,6 +183,11 @@ class ErosionJob:
         exact = _exact_state(obj, self.scale, seed)
         if exact is not None:
             terrain, resumed, self.exact_resume = exact, True, True
+            # the masks are read again below, as for a run from the layers: a mask
+            # switched off since then must not live on in the remembered input maps
+            fresh = Terrain.from_heights(np.zeros(terrain.shape), terrain.cell_size)
+            for name in masks.MASKS:
+                setattr(terrain, name, getattr(fresh, name))
         else:
             terrain, resumed = self._read_state(me, z)
             self._read_changes(me, terrain)
@@ -560,6 +565,12 @@ class ErosionJob:
 #: trees), for the same object, real scale, seed and round count; one entry (the
 #: latest run), in memory only: a reopened .blend resumes from the layers.
 _EXACT: dict[tuple, tuple[int, Terrain]] = {}
+
+
+def forget_exact() -> None:
+    """Drop the remembered full-precision state (a file load, unregistering): it holds
+    a float64 copy of the whole terrain."""
+    _EXACT.clear()
 
 
 def _mesh_checksum(obj: bpy.types.Object) -> int:

@@ -292,7 +292,9 @@ def new_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.type
 
 def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.types.Material:
     """Put the terrain material on ``obj``'s first slot (added if it has none): its own
-    if a slot already holds one (kept as the artist tuned it), else a new one."""
+    if a slot already holds one (kept as the artist tuned it), else a new one. A
+    material it takes the first slot from that nothing else uses gets a fake user, so
+    it is not lost when the file is saved."""
     me = obj.data
     for mat in me.materials:
         if group_node(mat) is not None:
@@ -302,7 +304,10 @@ def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.ty
     if len(me.materials) == 0:
         me.materials.append(mat)
     else:
+        replaced = me.materials[0]
         me.materials[0] = mat
+        if replaced is not None and replaced != mat and replaced.users == 0:
+            replaced.use_fake_user = True  # the artist's material survives a save
     return mat
 
 
@@ -333,10 +338,14 @@ class TERRAIN_OT_apply_material(bpy.types.Operator):
 
     def execute(self, context):
         obj = context.active_object
+        before = obj.data.materials[0] if len(obj.data.materials) else None
         mat = apply_material(obj, self.snow_line)
         line = group_node(mat).inputs["Snow Line"].default_value
+        kept = (f"; '{before.name}' is kept with a fake user" if before is not None
+                and before != mat and before.use_fake_user and before.users == 1 else "")
         self.report({'INFO'}, f"'{obj.name}' uses material '{mat.name}' (snow line at "
-                              f"{line:.4g} local units; tweak its group node's inputs)")
+                              f"{line:.4g} local units; tweak its group node's inputs)"
+                              + kept)
         return {'FINISHED'}
 
 

@@ -14,6 +14,7 @@ from .job import (  # noqa: F401 (JobEnded: API)
     ErosionJob,
     JobEnded,
     end_runs_on_undo,
+    forget_exact,
     halt_all_runs,
     reset_to_original,
 )
@@ -360,8 +361,10 @@ classes = (TERRAIN_OT_erode, TERRAIN_OT_stop, TERRAIN_OT_step, TERRAIN_OT_reset,
 @bpy.app.handlers.persistent
 def _forget_run_on_load(*_args) -> None:
     """Loading a file ends a live run (Blender drops its modal handler and timer): make
-    sure the UI does not stay in the 'running' state and no worker runs on."""
+    sure the UI does not stay in the 'running' state and no worker runs on; the
+    remembered full-precision state of the last run goes too."""
     halt_all_runs()
+    forget_exact()
     wm = bpy.context.window_manager
     rt = getattr(wm, "terrain_erosion", None) if wm is not None else None
     if rt is not None and rt.running:
@@ -390,6 +393,7 @@ def register() -> None:
 
 def unregister() -> None:
     halt_all_runs()
+    forget_exact()
     for kind, fn in _HANDLERS:
         handlers = getattr(bpy.app.handlers, kind)
         while fn in handlers:

@@ -28,9 +28,12 @@ def _ours(cache, roots: set[str]) -> bool:
 def install() -> None:
     """Guard numba's cache writes for this package's kernels (idempotent; other
     packages' kernels keep numba's own behaviour)."""
-    from numba.core import caching
+    try:
+        from numba.core import caching
 
-    current = caching.Cache.save_overload
+        current = caching.Cache.save_overload
+    except (ImportError, AttributeError):  # another numba: its own behaviour, unguarded
+        return
     roots = getattr(current, "_terrain_erosion_roots", None)
     if roots is not None:
         roots.add(_ROOT)
@@ -38,9 +41,9 @@ def install() -> None:
     original = current
     warned: list[str] = []
 
-    def save_overload(self, sig, data):
+    def save_overload(self, *args, **kwargs):
         try:
-            return original(self, sig, data)
+            return original(self, *args, **kwargs)
         except OSError as exc:
             if not _ours(self, save_overload._terrain_erosion_roots):
                 raise

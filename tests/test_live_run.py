@@ -694,6 +694,33 @@ def test_erode_after_erode_equals_one_uninterrupted_run_bit_for_bit(blender, pre
     assert same_state(one, two), "every attribute bit-identical"
 
 
+
+def test_a_mask_switched_off_after_a_run_is_off_in_the_resumed_run(blender):
+    """The resumed full-precision state carries the last run's input maps; a Protect
+    mask over the whole grid, switched off before the next Erode, must not protect it
+    still (it did: the masks were only written where one was in use)."""
+    preset = "droplets_only"
+    for o in list(bpy.data.objects):
+        bpy.data.objects.remove(o)
+    obj = add_grid(bpy, n=32, size=4.0, relief=1.0, seed=2, name="T")
+    obj.scale = (250.0, 250.0, 250.0)
+    bpy.ops.object.transform_apply(scale=True)
+    s = obj.terrain_erosion
+    s.apply_preset(te.simcore.formats.presets.find_preset(preset))
+    group = obj.vertex_groups.new(name="keep")
+    group.add(range(len(obj.data.vertices)), 1.0, 'REPLACE')
+    s.mask_protect_source, s.mask_protect_name = 'VERTEX_GROUP', "keep"
+    s.particles = _whole_rounds(preset, 1)  # (a probe object comes and goes)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    kept = positions(obj.data)[:, 2].copy()
+    s.mask_protect_source = 'NONE'
+    job = te.job.ErosionJob(obj, 1)
+    assert job.exact_resume, "the case at hand: the remembered state is used"
+    job.cancel()
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    assert np.abs(positions(obj.data)[:, 2] - kept).max() > 0, "still protected"
+
 def test_a_resume_from_the_layers_alone_is_not_exact_and_the_readme_says_so(blender,
                                                                             tmp_path):
     """What the README states: a reopened .blend (or a mesh whose layers were edited)

@@ -68,6 +68,18 @@ def test_apply_material_adds_then_reuses_it(blender):
     assert "mesh" in str(pytest.raises(RuntimeError, bpy.ops.terrain.apply_material).value)
 
 
+
+def test_the_material_it_replaces_is_not_lost(blender):
+    """The artist's own material in the first slot keeps a (fake) user, so a save
+    keeps it; it was left with no user and dropped."""
+    obj = cone()
+    own = bpy.data.materials.new("Artist's rock")
+    obj.data.materials.append(own)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert te.material.group_node(obj.data.materials[0]) is not None
+    assert own.users >= 1 and own.use_fake_user
+
 @pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
 def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, engine):
     obj = cone()

@@ -72,8 +72,8 @@ class SnowballParams(Params):
                                    "erosion ramps up over the first 1/scale steps")
     min_slope: float = param(0.001, 0.0, 1.0, "cell/cell", "a snowball stops below this slope")
     brush_radius: float = param(0.0, 0.0, 1e6, "world",
-                                "radius over which a snowball erodes and deposits (at least "
-                                "a cell); 0 = the 4 cells around it, as the seed",
+                                "radius over which a snowball erodes and deposits (1 to 8 "
+                                "cells); 0 = the 4 cells around it, as the seed",
                                 soft_hi=200.0)
     blur: float = param(0.5, 0.0, 1.0, "-", "blend of the blurred change after each batch")
     blur_radius: float = param(0.0, 0.0, 1e6, "world",
