@@ -36,6 +36,36 @@ OUR_ATTRIBUTES = (set(COLOR_LAYERS.values()) | set(FLOAT_LAYERS.values()) | {ORI
 MAX_VERTICES = 4096 * 4096
 
 
+def our_kind(name: str) -> str | None:
+    """The data type the add-on gives its point attribute ``name`` (FLOAT or
+    FLOAT_COLOR), or None when it writes no attribute of that name on a terrain."""
+    if name in COLOR_LAYERS.values():
+        return 'FLOAT_COLOR'
+    if name in OUR_ATTRIBUTES:
+        return 'FLOAT'
+    return None
+
+
+def foreign_namesakes(me: bpy.types.Mesh) -> list[str]:
+    """The attributes named like one of the add-on's layers but of a kind it never
+    writes (a user's own: a run would replace it), as "'name' (type on domain)". A
+    colour layer of ours in bytes or on face corners (an older file) is ours."""
+    found = []
+    for attr in me.attributes:
+        kind = our_kind(attr.name)
+        if kind is None:
+            continue
+        if kind == 'FLOAT_COLOR':
+            ok = attr.data_type in ('FLOAT_COLOR', 'BYTE_COLOR') and \
+                attr.domain in ('POINT', 'CORNER')
+        else:
+            ok = attr.data_type == 'FLOAT' and attr.domain == 'POINT'
+        if not ok:
+            found.append(f"'{attr.name}' ({attr.data_type.lower()} on "
+                         f"{attr.domain.lower()})")
+    return found
+
+
 class GridError(UserError):
     """The object is not a usable grid mesh; the message says what to do."""
 
@@ -157,15 +187,16 @@ def read_float_layer(me: bpy.types.Mesh, name: str, grid: Grid) -> np.ndarray | 
 
 
 def ensure_attribute(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribute:
-    """Our point attribute ``name`` of ``data_type`` (FLOAT or FLOAT_COLOR), made if
-    missing or of another kind."""
+    """Our point attribute ``name`` of ``data_type`` (FLOAT or FLOAT_COLOR; BYTE_COLOR
+    when a snapshot of an older file puts one back), made if missing or of another
+    kind."""
     attr = me.attributes.get(name)
     if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
         me.attributes.remove(attr)
         attr = None
     if attr is None:
-        if data_type == 'FLOAT_COLOR':
-            attr = me.color_attributes.new(name, 'FLOAT_COLOR', 'POINT')
+        if data_type in ('FLOAT_COLOR', 'BYTE_COLOR'):
+            attr = me.color_attributes.new(name, data_type, 'POINT')
         else:
             attr = me.attributes.new(name, data_type, 'POINT')
     return attr
@@ -200,18 +231,26 @@ class MeshSnapshot:
 
     positions: np.ndarray
     attributes: dict[str, tuple[str, np.ndarray]]
+    #: names of ours present when taken (kept on restore even if not copied: a kind
+    #: the add-on never writes, e.g. a colour layer on face corners of an older file)
+    present: frozenset = frozenset()
 
     @classmethod
     def take(cls, me: bpy.types.Mesh) -> MeshSnapshot:
         saved = {}
+        present = set()
         for attr in me.attributes:
-            if attr.name in OUR_ATTRIBUTES:
-                key = "color" if attr.data_type == 'FLOAT_COLOR' else "value"
+            if attr.name not in OUR_ATTRIBUTES:
+                continue
+            present.add(attr.name)
+            if attr.domain == 'POINT' and attr.data_type in ('FLOAT', 'FLOAT_COLOR',
+                                                             'BYTE_COLOR'):
+                key = "value" if attr.data_type == 'FLOAT' else "color"
                 width = 4 if key == "color" else 1
                 data = np.empty(len(attr.data) * width, np.float32)
                 attr.data.foreach_get(key, data)
                 saved[attr.name] = (attr.data_type, data)
-        return cls(read_positions(me).copy(), saved)
+        return cls(read_positions(me).copy(), saved, frozenset(present))
 
     @staticmethod
     def take_vertices(me: bpy.types.Mesh) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -246,11 +285,11 @@ class MeshSnapshot:
     def restore(self, me: bpy.types.Mesh) -> None:
         me.attributes["position"].data.foreach_set("vector", self.positions.ravel())
         for name in [a.name for a in me.attributes if a.name in OUR_ATTRIBUTES]:
-            if name not in self.attributes:
+            if name not in self.present:
                 me.attributes.remove(me.attributes[name])
         for name, (data_type, data) in self.attributes.items():
             attr = ensure_attribute(me, name, data_type)
-            attr.data.foreach_set("color" if data_type == 'FLOAT_COLOR' else "value", data)
+            attr.data.foreach_set("value" if data_type == 'FLOAT' else "color", data)
         me.update()
 
 

@@ -176,6 +176,11 @@ class ErosionJob:
         if not np.isfinite(z).all():
             raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
                                "(e.g. Mesh > Clean Up) before eroding")
+        foreign = gridio.foreign_namesakes(me)
+        if foreign:
+            raise TerrainError(f"'{obj.name}' has attributes named like the add-on's layers "
+                               f"but of another kind: {', '.join(foreign)}; rename them "
+                               "(a run would replace them)")
         self.snapshot = gridio.MeshSnapshot.take(me)
         self.with_trees = "trees" in params
         #: resumed from the last run's full-precision state (see _EXACT), not the layers

@@ -721,6 +721,25 @@ def test_a_mask_switched_off_after_a_run_is_off_in_the_resumed_run(blender):
     assert bpy.ops.terrain.erode() == {'FINISHED'}
     assert np.abs(positions(obj.data)[:, 2] - kept).max() > 0, "still protected"
 
+
+def test_a_user_attribute_named_like_a_layer_is_kept_and_named(blender):
+    """A user's FLOAT_VECTOR 'te_deposited' made Erode end in a traceback (the snapshot
+    read it as floats); a run would also have replaced it. Erode refuses with a message
+    naming it, and the mesh and the attribute stay as they were."""
+    obj = add_grid(bpy, n=16, name="Mine")
+    vec = obj.data.attributes.new("te_deposited", 'FLOAT_VECTOR', 'POINT')
+    mark = np.arange(3 * len(obj.data.vertices), dtype=np.float32)
+    vec.data.foreach_set("vector", mark)
+    before = mesh_state(obj.data)
+    bpy.context.view_layer.objects.active = obj
+    with pytest.raises(RuntimeError) as err:
+        bpy.ops.terrain.erode()
+    assert "te_deposited" in str(err.value) and "rename" in str(err.value)
+    assert same_state(before, mesh_state(obj.data))
+    back = np.empty_like(mark)
+    obj.data.attributes["te_deposited"].data.foreach_get("vector", back)
+    assert np.array_equal(back, mark)
+
 def test_a_resume_from_the_layers_alone_is_not_exact_and_the_readme_says_so(blender,
                                                                             tmp_path):
     """What the README states: a reopened .blend (or a mesh whose layers were edited)
