@@ -702,8 +702,9 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
         raise InputFileError(f"cannot read {path}: no such file")
     layers: dict[str, np.ndarray] = {}
     # ours by its 'height' channel, also with no other layer (Blender's reader makes
-    # garbage of a channel of that name)
-    if path.suffix.lower() == ".exr" and exr.HEIGHT in exr.channel_names(path):
+    # garbage of a channel of that name); any other EXR (tiled, deep, multi-part, or
+    # without that channel: another tool's heightmap) goes to Blender's image reader
+    if path.suffix.lower() == ".exr" and exr.has_height(path):
         layers, side = _read_layers(path)
         raw = layers.pop(exr.HEIGHT)
     else:

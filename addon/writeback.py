@@ -33,7 +33,7 @@ import numpy as np
 from . import grid as gridio
 from . import instances
 from .scale import RealScale
-from .simcore.layers import tree_points, vertex_gray, vertex_values, water_vertices
+from .simcore.layers import float_layer, tree_points, vertex_gray, vertex_values, water_vertices
 
 #: float32 values the main thread writes per timer tick at most, whatever the time budget
 #: (a larger single item is written alone): 2**26 values (256 MB; 35-100 ms here, a
@@ -153,12 +153,9 @@ class Writer:
         items = [Item("check", values=3 * n)]  # the vertices, before anything is written
         if self.original is not None:
             items.append(Item("original", values=n))
-        for kind, name in self._state:
-            if kind == "change":  # lengths: cell units -> local
-                values, buf, scale = terrain.changes[name], self.changes[name], unit
-            else:
-                values, buf = getattr(terrain, name), self.floats[name]
-                scale = unit if name in gridio.LENGTH_LAYERS else 1.0
+        for kind, name in self._state:  # lengths: cell units -> local
+            _, values, scale = float_layer(terrain, kind, name, unit)
+            buf = (self.changes if kind == "change" else self.floats)[name]
             changed = vertex_values(values, buf, scale, self.order)
             items.append(Item(kind, name, n, changed or everything))
         height = terrain.height()

@@ -40,8 +40,10 @@ by name, plus 'height' in world units and JSON 'metadata' whose 'units' names ea
 array's unit: 'cell' = world length / cell_size); pass it as
 --input to continue a run with the same random sequence. --particles 0 does no work
 (an .npy input is written out as a state). An .exr output (or `export`) is a
-multi-layer EXR: the same grids as the .npz, one 32-bit float channel each, named as
-the arrays, the metadata as header attributes (needs: pip install OpenImageIO).
+multi-layer EXR as the Blender add-on writes and imports it: 'height' and each float
+layer the add-on gives the terrain (bedrock, sediment_depth, change_<process>, ...),
+one 32-bit float channel each, lengths in world units; the header holds cell_size_x,
+cell_size_y, units and the run's metadata (needs: pip install OpenImageIO).
 
 exit codes: 0 done, 2 a problem with the input, parameters or output (one line on
 stderr says what to do; nothing is written), 130 interrupted (nothing written).
@@ -271,20 +273,44 @@ def _openimageio():
 
 
 def _save_exr(out: Path, terrain, meta: dict, oiio) -> None:
-    """A multi-layer EXR of a state: its grids as channels, its metadata as header
-    attributes (cell size, units of every channel, seed, ...)."""
+    """A multi-layer EXR of a state, as the Blender add-on writes and imports one: the
+    ground as ``height`` and every float layer the add-on would give the terrain
+    (``bedrock``, ``sediment_depth``, ``change_<process>``, ...; simcore.layers.
+    exported_maps), lengths in world units (a Blender import takes them as local
+    units); the header has the add-on's facts (``cell_size_x``, ``cell_size_y``,
+    ``units``, ``rows``, ``cols``, ``real_size``, ...) plus the run's metadata."""
     from . import __version__
     from .formats import exr
-    from .formats.states import state_grids
+    from .formats.presets import REAL_SIZE_KEY
+    from .layers import exported_maps
 
-    grids, units = state_grids(terrain)
-    order = ["height", *(n for n in grids if n != "height")]
-    facts = {**{k: v for k, v in meta.items() if k != "units"},
-             "cell_size": terrain.cell_size, "outflow": terrain.outflow,
-             "simcore_version": __version__,
-             "units": {n: units[n] for n in order},
-             "unit_meaning": "world: world units; cell: world length / cell_size"}
-    exr.write(out, {n: grids[n] for n in order}, facts, oiio)
+    cell = float(terrain.cell_size)
+    rows, cols = terrain.shape
+    maps = exported_maps(terrain, cell, meta.get("processes") or None)
+    h = maps["height"]
+    extent = (max(rows, cols) - 1) * cell
+    facts = {
+        **{k: v for k, v in meta.items() if k not in ("units", "cell_size")},
+        "simcore_version": __version__,
+        "rows": rows, "cols": cols,
+        "cell_size_x": cell, "cell_size_y": cell,
+        "units": "world units (the CLI's): heights and lengths as world units, "
+                 "0..1 maps as they are; a Blender import takes them as local units",
+        "height_min": float(h.min()), "height_max": float(h.max()),
+        "height_scale": float(h.max() - h.min()),
+        "vertical_exaggeration": 1.0,
+        "image_rows": "image bottom row = lowest local Y (top of the picture = +Y)",
+        "multilayer_exr": {
+            "channels": list(maps),
+            "decode": "one 32-bit float channel per map, named as the add-on's float "
+                      "layer without 'te_' (EXR lists them alphabetically): lengths in "
+                      "world units",
+            "row_order": exr.ROW_ORDER},
+    }
+    if REAL_SIZE_KEY[1] <= extent <= REAL_SIZE_KEY[2]:
+        # the world the run used, 1:1: eroding the import in Blender goes on in it
+        facts["real_size"] = extent
+    exr.write(out, maps, facts, oiio)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -407,8 +433,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="preset name (see 'presets') or path to a .toml (default)")
     e.add_argument("--input", required=True, help=".npy heightmap or .npz state")
     e.add_argument("--output", required=True,
-                   help=".npy (heights, world units), .npz (whole state) or .exr (the "
-                   "state's grids as one multi-layer EXR)")
+                   help=".npy (heights, world units), .npz (whole state) or .exr (heights "
+                   "and layers as one multi-layer EXR, as the Blender add-on writes it)")
     e.add_argument("--cell-size", type=float,
                    help="distance between samples of a .npy input, in its own units (1)")
     e.add_argument("--extent", type=float, metavar="WORLD",

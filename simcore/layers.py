@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from . import numba_cache  # noqa: F401 - a failing cache write is a warning
-from .processes import FIELDS
+from .processes import FIELDS, PROCESSES
 
 #: Pool depth (cell units) above which a cell counts as wet (lakes, the sea, te_wet).
 WET_DEPTH = 1e-6
@@ -15,6 +15,55 @@ WET_DEPTH = 1e-6
 HALF_GRAY_DEPTH = 1.0
 #: Arrays shown as d / (d + HALF_GRAY_DEPTH): the depths of simcore/fields.py.
 DEPTH_LIKE = tuple(f.name for f in FIELDS.values() if f.kind == "depth" and f.color)
+#: The float layer of each process's change: ``te_change_<process>`` (local units).
+CHANGE_LAYER_PREFIX = "te_change_"
+#: The float layers' names start so; a map (export, a multi-layer EXR channel) is the
+#: layer's name without it.
+LAYER_PREFIX = "te_"
+
+
+def produced(processes) -> list[str]:
+    """The terrain arrays with a float layer (``Field.exact``) that ``processes``
+    write, in their order (a name that is no process is passed over)."""
+    names: list[str] = []
+    for name in processes:
+        for out in (PROCESSES[name].writes if name in PROCESSES else ()):
+            if out in FIELDS and FIELDS[out].exact and out not in names:
+                names.append(out)
+    return names
+
+
+def float_layer(terrain, kind: str, name: str, height_unit: float
+                ) -> tuple[str, np.ndarray, float]:
+    """One float layer of the add-on for ``terrain``: kind 'float' (``name`` = a
+    terrain array with ``Field.exact``) or 'change' (``name`` = a process of
+    ``terrain.changes``). Returns (attribute name, simcore array, factor): the layer's
+    values are the array times the factor -- lengths (cell units) times
+    ``height_unit`` (local units per cell unit), 0..1 maps and factors as they are.
+    The one mapping from a Terrain to the layers: the add-on's write-back
+    (addon/writeback.py) and :func:`exported_maps` (the CLI's EXR) both use it."""
+    if kind == "change":
+        return CHANGE_LAYER_PREFIX + name, terrain.changes[name], float(height_unit)
+    f = FIELDS[name]
+    if not f.exact:
+        raise KeyError(f"terrain array '{name}' has no float layer")
+    return f.exact, getattr(terrain, name), float(height_unit) if f.is_length else 1.0
+
+
+def exported_maps(terrain, height_unit: float, processes=None) -> dict[str, np.ndarray]:
+    """What the add-on's export writes for a mesh holding ``terrain``: ``height`` (the
+    ground, bedrock + sediment) and every float layer -- the arrays ``processes`` write
+    (default: those of ``terrain.changes``) and each process's change -- named as the
+    layer without ``te_``, float64 in local units (cell-unit lengths times
+    ``height_unit``; the CLI passes the cell size: world units)."""
+    ran = list(terrain.changes) if processes is None else list(processes)
+    unit = float(height_unit)
+    maps = {"height": terrain.height() * unit}
+    items = [("float", n) for n in produced(ran)] + [("change", p) for p in terrain.changes]
+    for kind, name in items:
+        attribute, values, factor = float_layer(terrain, kind, name, unit)
+        maps[attribute[len(LAYER_PREFIX):]] = np.asarray(values, np.float64) * factor
+    return maps
 
 
 @njit(cache=True, nogil=True, error_model="numpy")

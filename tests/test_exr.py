@@ -155,6 +155,28 @@ def test_an_exr_without_a_height_channel_is_not_a_terrain(tmp_path):
         exr.read(path, OIIO)
 
 
+def test_a_tiled_exr_is_not_ours_but_no_error(tmp_path):
+    """Another tool's tiled heightmap (even with a 'height' channel) goes to an image
+    reader: has_height and is_multilayer say False, read refuses it by name."""
+    for names in (("Y",), ("height", "bedrock")):
+        path = tmp_path / f"tiled{len(names)}.exr"
+        spec = OIIO.ImageSpec(40, 24, len(names), "float")
+        spec.channelnames = names
+        spec.tile_width = spec.tile_height = 16
+        out = OIIO.ImageOutput.create(str(path))
+        assert out.open(str(path), spec)
+        assert out.write_image(np.zeros((24, 40, len(names)), np.float32))
+        assert out.close()
+        assert int.from_bytes(path.read_bytes()[4:8], "little") >> 8 & 0x2, "tiled"
+        assert not exr.has_height(path)
+        assert not exr.is_multilayer(path)
+        with pytest.raises(exr.ExrFileError, match="tiled, deep or multi-part"):
+            exr.read(path, OIIO)
+    (tmp_path / "junk.exr").write_bytes(b"not an exr")
+    with pytest.raises(exr.ExrFileError, match="not an OpenEXR file"):
+        exr.has_height(tmp_path / "junk.exr")
+
+
 @pytest.mark.parametrize("keep", [0.99, 0.6, 0.3, 0.05, 0.01])
 def test_a_truncated_file_is_a_clear_error(tmp_path, keep):
     path = exr.write(tmp_path / "t.exr", layers(300, 200), {}, OIIO)
@@ -234,21 +256,55 @@ def state(tmp_path):
     return tmp_path / "s.npz"
 
 
-def test_cli_export_writes_every_grid_of_the_state(state, tmp_path):
+def test_cli_export_writes_the_addons_channels_and_facts(state, tmp_path):
+    """One convention: the channels are the add-on's float layers without 'te_' in
+    world (the import's local) units, the header has the add-on's facts."""
     from simcore import cli
-    from simcore.formats.states import load_state, state_grids
+    from simcore.fields import CORE_FIELDS
+    from simcore.formats.states import load_state
+    from simcore.layers import CHANGE_LAYER_PREFIX, exported_maps
+    from simcore.processes import FIELDS
     out = tmp_path / "s.exr"
     assert cli.main(["export", str(state), "--output", str(out), "--quiet"]) == 0
     back = exr.read(out, OIIO)
     terrain, meta = load_state(state)
-    grids, units = state_grids(terrain)
-    assert any(n.startswith("change_") for n in grids)
-    assert sorted(back.channels) == sorted(grids)
-    for name, values in grids.items():
-        assert np.array_equal(back.channels[name], values.astype(np.float32)), name
-    assert float(back.attributes["cell_size"]) == 30.0
-    assert json.loads(back.attributes["units"])["height"] == "world"
-    assert int(back.attributes["seed"]) == meta["seed"]
+    cell = terrain.cell_size
+    names = set(back.channels)
+    layer_names = {f.exact[3:] for f in FIELDS.values() if f.exact}
+    changes = {CHANGE_LAYER_PREFIX[3:] + p for p in terrain.changes}
+    assert changes and changes <= names
+    assert {"height", "bedrock", "sediment_depth"} <= names
+    assert names <= {"height"} | layer_names | changes, names
+    assert not names & {"sediment", "pool", "eroded_depth"}, "no raw simcore arrays"
+    # the values: heights and lengths x cell size (world units), 0..1 maps as they are
+    f32 = np.float32
+    assert np.array_equal(back.channels["height"], (terrain.height() * cell).astype(f32))
+    assert np.array_equal(back.channels["bedrock"], (terrain.bedrock * cell).astype(f32))
+    assert np.array_equal(back.channels["sediment_depth"],
+                          (terrain.sediment * cell).astype(f32))
+    for p, change in terrain.changes.items():
+        assert np.array_equal(back.channels["change_" + p], (change * cell).astype(f32))
+    for f in FIELDS.values():
+        if f.exact and f.exact[3:] in names and f not in CORE_FIELDS:
+            scale = cell if f.is_length else 1.0
+            assert np.array_equal(back.channels[f.exact[3:]],
+                                  (getattr(terrain, f.name) * scale).astype(f32)), f.name
+    maps = exported_maps(terrain, cell, meta["processes"])
+    assert sorted(maps) == sorted(names)
+    head = {}
+    for key, text in back.attributes.items():  # as the add-on's import reads them
+        try:
+            head[key] = json.loads(text)
+        except ValueError:
+            head[key] = text
+    assert head["cell_size_x"] == head["cell_size_y"] == 30.0
+    assert (head["rows"], head["cols"]) == terrain.shape
+    assert head["units"].startswith("world units")
+    assert head["generator"] == "Terrain Erosion"
+    assert head["height_min"] == float(maps["height"].min())
+    assert head["real_size"] == (max(terrain.shape) - 1) * 30.0
+    assert head["seed"] == meta["seed"]
+    assert "cell_size" not in head, "the add-on's keys only"
 
 
 def test_cli_erode_to_exr_is_the_state_as_exr(state, tmp_path):

@@ -6,6 +6,7 @@ without OpenImageIO gets is the message tested last)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 
@@ -204,3 +205,77 @@ def test_the_batch_command_writes_it_on_request(eroded, tmp_path, capsys, monkey
     assert np.array_equal(positions(eroded.data), before), "refused before the run"
     err = capsys.readouterr().err
     assert "needs --export-maps" in err and "does not include" in err
+
+
+def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
+    """One convention: the CLI's EXR (erode --output X.exr, export) is what the add-on
+    writes and imports: heights and every layer in world units, the same names."""
+    def sc(module):  # the staged add-on's own simcore (what ships in the extension)
+        return importlib.import_module(f"{te.simcore.__name__}.{module}")
+    cli, states = sc("cli"), sc("formats.states")
+    te.export.openimageio()  # Blender's own module, as the add-on's import uses
+    states.save_heights(tmp_path / "h.npy", sc("noise").fractal_terrain(24, seed=2)[:, :19] * 10)
+    run = ["erode", "--input", str(tmp_path / "h.npy"), "--particles", "800", "--quiet",
+           "--cell-size", "30", "--output"]
+    assert cli.main([*run, str(tmp_path / "s.npz")]) == 0
+    assert cli.main(["export", str(tmp_path / "s.npz"), "--output",
+                        str(tmp_path / "s.exr"), "--quiet"]) == 0
+    assert cli.main([*run, str(tmp_path / "e.exr")]) == 0
+    terrain, meta = states.load_state(tmp_path / "s.npz")
+    rows, cols = terrain.shape
+    cell = terrain.cell_size
+    for name in ("s.exr", "e.exr"):
+        new = te.export.import_heightmap(tmp_path / name)
+        g = te.grid.detect_grid(new.data)
+        assert (g.rows, g.cols) == (rows, cols)
+        assert g.cell_x == pytest.approx(cell) and g.cell_y == pytest.approx(cell)
+        back = all_layers(new)
+        want = sc("layers").exported_maps(terrain, cell, meta["processes"])
+        assert sorted(back) == sorted(want), name
+        assert {"height", "bedrock", "sediment_depth"} <= set(back)
+        assert any(n.startswith("change_") for n in back)
+        for layer, values in want.items():  # to float32, bit for bit
+            assert np.array_equal(bits(back[layer]), bits(values)), (name, layer)
+        assert np.array_equal(bits(back["height"]), bits(terrain.height() * cell))
+        # a real size of the run's own extent: 1:1, eroding it goes on in that world
+        scale = new.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
+        assert scale.s == 1.0 and scale.world_cell == pytest.approx(cell)
+        for layer in back:
+            if layer != "height":
+                attr = new.data.attributes["te_" + layer]
+                assert attr.name in te.export.EXPORTED_LAYERS, layer
+
+
+def test_the_simcore_layer_names_are_the_addons(blender):
+    layers = te.simcore.layers
+    assert {f.exact for f in te.simcore.processes.FIELDS.values() if f.exact} == \
+        set(te.grid.FLOAT_LAYERS.values())
+    assert {layers.CHANGE_LAYER_PREFIX + p for p in te.simcore.processes.PROCESSES} == \
+        set(te.grid.CHANGE_LAYERS.values())
+
+
+def test_a_tiled_single_channel_exr_heightmap_imports(blender, tmp_path):
+    """Another tool's tiled float EXR is a plain heightmap: Blender's image reader
+    takes it (the multi-layer reader is for ours: single-part scanline)."""
+    oiio = te.export.openimageio()
+    rows, cols = 37, 53
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    z = (0.5 * np.sin(xx / 5.0) + 0.02 * yy + 0.25).astype(np.float32)  # row 0 = south
+    for channel in ("Y", "height"):
+        path = tmp_path / f"tiled_{channel}.exr"
+        spec = oiio.ImageSpec(cols, rows, 1, "float")
+        spec.channelnames = (channel,)
+        spec.tile_width = spec.tile_height = 16
+        spec.attribute("compression", "zip")
+        out = oiio.ImageOutput.create(str(path))
+        assert out.open(str(path), spec) and out.write_image(np.flipud(z)[..., None].copy())
+        assert out.close()
+        assert int.from_bytes(path.read_bytes()[4:8], "little") >> 8 & 0x2, "tiled"
+        assert not te.simcore.formats.exr.has_height(path)
+        if channel == "height":
+            continue  # not ours either (tiled): Blender's reader, whatever it makes of it
+        new = te.export.import_heightmap(path, cell_size=0.5)
+        g = te.grid.detect_grid(new.data)
+        assert (g.rows, g.cols) == (rows, cols)
+        got = positions(new.data)[:, 2][g.order].reshape(rows, cols)
+        assert np.array_equal(got, z)

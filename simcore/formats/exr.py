@@ -18,7 +18,9 @@ built against Blender's libraries, and another EXR library loaded into Blender c
 with them); outside it is the PyPI
 package ``OpenImageIO``. :func:`load_openimageio` finds one; without it,
 :class:`MissingLibraryError` says so. :func:`channel_names` reads the header with
-plain Python, so telling a multi-layer EXR from another file needs no library.
+plain Python, so telling a multi-layer EXR from another file needs no library; a tiled,
+deep or multi-part EXR is never ours (:func:`has_height` is False: an image reader
+takes it).
 
 Writes go to a temporary file (OpenImageIO writes by name) in the target's folder,
 which :func:`simcore.fileio.atomic_write` then copies into place: all or nothing.
@@ -66,6 +68,11 @@ class MissingLibraryError(UserError):
 
 class ExrFileError(InputFileError):
     """A file that is not a readable multi-layer EXR of ours (missing, foreign, damaged)."""
+
+
+class OtherLayoutError(ExrFileError):
+    """An OpenEXR file laid out otherwise than ours (tiled, deep or multi-part): not a
+    multi-layer EXR of ours, maybe a single heightmap another tool wrote."""
 
 
 @dataclass
@@ -140,8 +147,8 @@ def channel_names(path: str | Path) -> list[str]:
         raise ExrFileError(f"{path} is not an OpenEXR file")
     flags = int.from_bytes(head[4:8], "little") >> 8
     if flags & 0x1A:  # tiled (0x2), deep (0x8) or multi-part (0x10); 0x4 = long names
-        raise ExrFileError(f"{path} is a tiled, deep or multi-part EXR; a multi-layer "
-                           "heightmap is one scanline image")
+        raise OtherLayoutError(f"{path} is a tiled, deep or multi-part EXR; a "
+                               "multi-layer heightmap is one scanline image")
     pos = 8
     while True:
         end = head.find(b"\0", pos)
@@ -175,10 +182,25 @@ def _chlist(value: bytes, path: Path) -> list[str]:
     return names
 
 
+def has_height(path: str | Path) -> bool:
+    """True for a single-part scanline EXR with a ``height`` channel (what :func:`read`
+    takes: ours, also with no other layer); False for any other EXR -- tiled, deep,
+    multi-part or without that channel: a single heightmap, for an image reader;
+    ExrFileError if it is not a readable EXR at all."""
+    try:
+        return HEIGHT in channel_names(path)
+    except OtherLayoutError:
+        return False
+
+
 def is_multilayer(path: str | Path) -> bool:
     """True for an EXR with a ``height`` channel and at least one other; False for
-    another EXR (a single heightmap); ExrFileError if it is not a readable EXR."""
-    names = channel_names(path)
+    another EXR (a single heightmap, tiled ones included); ExrFileError if it is not a
+    readable EXR."""
+    try:
+        names = channel_names(path)
+    except OtherLayoutError:
+        return False
     return HEIGHT in names and len(names) > 1
 
 
