@@ -144,11 +144,18 @@ def test_memory_estimate_counts_a_layer_per_process(blender):
                                   ('FLOAT_COLOR', 'POINT')])
 def test_a_user_attribute_with_our_name_and_another_kind_does_not_break_a_run(
         blender, kind):
+    """It is the user's (a kind the add-on never writes): the run refuses to replace
+    it, naming it (it was replaced silently before), and runs once it is renamed."""
     obj = _terrain()
     obj.data.attributes.new("te_change_droplets", *kind)
+    with pytest.raises(te.simcore.terrain.TerrainError, match="te_change_droplets"):
+        te.job.ErosionJob(obj, 4000)
+    attr = obj.data.attributes["te_change_droplets"]
+    assert (attr.data_type, attr.domain) == kind, "the user's attribute is untouched"
+    attr.name = "my_change"
     te.job.ErosionJob(obj, 4000).run()
     attr = obj.data.attributes["te_change_droplets"]
-    assert (attr.data_type, attr.domain) == ('FLOAT', 'POINT'), "replaced by ours"
+    assert (attr.data_type, attr.domain) == ('FLOAT', 'POINT')
     _assert_adds_up(obj)
     te.job.ErosionJob(obj, 4000).run()  # and resumes
     _assert_adds_up(obj)
