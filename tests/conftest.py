@@ -102,3 +102,17 @@ def small_tmpfs(tmp_path: Path, size: str = "64k"):
         yield mnt
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def deflate_start(path, member: str) -> int:
+    """Offset of the compressed data of ``member`` in a zip file (.npz): where a test
+    damages a compressed array."""
+    import struct
+    import zipfile
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        head = f.read(30)
+    name_len, extra_len = struct.unpack("<HH", head[26:30])
+    return info.header_offset + 30 + name_len + extra_len

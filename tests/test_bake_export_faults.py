@@ -27,7 +27,7 @@ from blender_helpers import (
     same_state,
     staged_addon,
 )
-from conftest import FailingFile, small_tmpfs
+from conftest import FailingFile, deflate_start, small_tmpfs
 
 te = staged_addon()
 UserError = te.simcore.errors.UserError
@@ -437,17 +437,6 @@ def test_export_names_stay_in_the_chosen_folder(exported, name):
 
 # ------------------------------------------------------------------ round two (issue 28)
 
-def _deflate_start(path: Path, member: str) -> int:
-    import struct
-    import zipfile
-    with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo(member)
-    with open(path, "rb") as f:
-        f.seek(info.header_offset)
-        head = f.read(30)
-    name_len, extra_len = struct.unpack("<HH", head[26:30])
-    return info.header_offset + 30 + name_len + extra_len
-
 
 def _rewrite(path: Path, change) -> None:
     arrays = dict(np.load(path))
@@ -458,7 +447,7 @@ def _rewrite(path: Path, change) -> None:
 
 def _corrupt_deflate(path: Path) -> None:
     data = bytearray(path.read_bytes())
-    data[_deflate_start(path, "z.npy")] = 0xFF  # a final block of the reserved type
+    data[deflate_start(path, "z.npy")] = 0xFF  # a final block of the reserved type
     path.write_bytes(bytes(data))
 
 

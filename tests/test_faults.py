@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FailingFile, small_tmpfs
+from conftest import FailingFile, deflate_start, small_tmpfs
 
 from simcore import fileio
 from simcore.cli import main
@@ -358,19 +358,6 @@ def test_cli_refuses_a_fifo_given_as_input(tmp_path, capsys, option):
     assert "not a regular file" in err and "Traceback" not in err
 
 
-def _deflate_start(path: Path, member: str) -> int:
-    """Offset of the compressed data of ``member`` in a zip file."""
-    import struct
-    import zipfile
-    with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo(member)
-    with open(path, "rb") as f:
-        f.seek(info.header_offset)
-        head = f.read(30)
-    name_len, extra_len = struct.unpack("<HH", head[26:30])
-    return info.header_offset + 30 + name_len + extra_len
-
-
 @pytest.mark.parametrize("member", ["bedrock.npy", "metadata.npy", "trees.npy"])
 def test_a_damaged_compressed_state_is_a_message(tmp_path, member):
     """A deflate stream that does not decode raises zlib.error inside zipfile."""
@@ -378,7 +365,7 @@ def test_a_damaged_compressed_state_is_a_message(tmp_path, member):
     from simcore.terrain import StateFileError
     path = save_state(tmp_path / "s.npz", TERRAIN, {"seed": 1})
     data = bytearray(path.read_bytes())
-    data[_deflate_start(path, member)] = 0xFF  # final block of the reserved type 3
+    data[deflate_start(path, member)] = 0xFF  # final block of the reserved type 3
     path.write_bytes(bytes(data))
     with pytest.raises(StateFileError, match="damaged"):
         load_state(path)
