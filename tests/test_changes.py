@@ -10,23 +10,26 @@ import numpy as np
 import pytest
 
 from simcore.cli import main
-from simcore.formats.presets import find_preset
+from simcore.formats.presets import find_preset, preset_files
 from simcore.formats.states import load_state, save_state
 from simcore.noise import upland_terrain
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 
-def _run(name: str, particles: int = 4000) -> tuple[Terrain, np.ndarray]:
+def _run(name: str, particles: int = 4000, sand: float = 0.0) -> tuple[Terrain, np.ndarray]:
+    """The preset on 48² uplands of 30 m cells (under ``sand`` world units of loose
+    material); the terrain after and its heights before (cell units)."""
     start = upland_terrain(48, seed=2, cell_size=30.0)
-    t = Terrain.from_heights(start, 30.0)
+    t = Terrain.from_heights(start, 30.0, sediment=np.full(start.shape, sand / 30.0))
+    before = t.height()
     Simulation(t, find_preset(name).enabled_params(), seed=1, particles=particles).run()
-    return t, start / 30.0
+    return t, before
 
 
-@pytest.mark.parametrize("name", ["default", "landscape_detail", "alpine"])
+@pytest.mark.parametrize("name", sorted(preset_files()))
 def test_the_changes_add_up_to_the_whole_change(name):
-    t, start = _run(name)
+    t, start = _run(name, sand=3.0)  # sand for the wind to blow
     enabled = list(find_preset(name).enabled_params())
     assert sorted(t.changes) == sorted(enabled)
     total = sum(t.changes.values())
@@ -34,6 +37,19 @@ def test_the_changes_add_up_to_the_whole_change(name):
     assert np.abs(whole).max() > 0.01
     assert np.allclose(total, whole, rtol=0, atol=1e-9 * np.ptp(start))
 
+
+
+def test_every_process_together_adds_up():
+    """Every process at once (snowballs too, which no preset runs): one change array
+    each, adding up to the whole change."""
+    from simcore.simulation import PROCESSES, process_params
+    start = upland_terrain(48, seed=2, cell_size=30.0)
+    t = Terrain.from_heights(start, 30.0, sediment=np.full(start.shape, 0.02))
+    procs = {name: process_params(name) for name in PROCESSES}
+    Simulation(t, procs, seed=1, particles=3000).run()
+    assert sorted(t.changes) == sorted(PROCESSES)
+    whole = t.height() - start / 30.0 - 0.02
+    assert np.allclose(sum(t.changes.values()), whole, rtol=0, atol=1e-9 * np.ptp(start))
 
 def test_each_process_is_seen_where_it_acts():
     t, _ = _run("default")
