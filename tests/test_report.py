@@ -29,6 +29,36 @@ def test_a_tilted_plane_has_its_slope_and_no_basins():
     assert f["relief"] == pytest.approx((cols - 1) * rise * cell)
 
 
+
+def test_a_cone_has_its_slope_everywhere():
+    """A cone of 25 degrees over the whole map: the slope percentiles are the cone's
+    (the apex and the cells' discretisation aside), no basin, its relief."""
+    cell = 20.0
+    y, x = np.mgrid[-40:41, -40:41]
+    r = np.hypot(x, y)
+    rise = math.tan(math.radians(25.0))
+    height = (r.max() - r) * rise  # cell units
+    f = report.landform_figures(height, cell)
+    assert f["slope_p50"] == pytest.approx(25.0, abs=0.5)
+    assert f["slope_p90"] == pytest.approx(25.0, abs=0.5)
+    assert f["steeper_45"] == 0.0 and f["closed_basins"] == 0.0
+    assert f["relief"] == pytest.approx(r.max() * rise * cell)
+
+
+def test_a_valley_with_a_known_slope_area_law():
+    """A trunk valley fed evenly from both sides: its drainage area grows linearly
+    downstream, and its bed is built to fall at S = k A^-0.5; steep side slopes drain
+    into it. The report's concavity is that 0.5, on a straight log-log line."""
+    cell, side, length, theta = 10.0, 6, 200, 0.5
+    rows = 2 * side + 1
+    area = (length - np.arange(length)) * rows * cell * cell  # m², outlet at column 0
+    slope = 3.6 * area ** -theta  # rise per run: 0.1 at the head, 0.007 at the outlet
+    bed = np.concatenate([[0.0], np.cumsum(slope[1:])])  # cell units: rise per cell
+    height = bed[None, :] + 0.5 * np.abs(np.arange(rows) - side)[:, None]
+    f = report.landform_figures(height, cell)
+    assert f["theta"] == pytest.approx(theta, abs=0.05)
+    assert f["theta_r2"] > 0.95
+
 def test_a_dry_bowl_is_a_closed_basin_and_a_lake_above_its_rim_is_an_error():
     cell = 5.0
     y, x = np.mgrid[-20:21, -20:21]
