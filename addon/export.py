@@ -222,16 +222,6 @@ EXPORTED_LAYERS = frozenset(gridio.FLOAT_LAYERS.values()) | frozenset(
     gridio.CHANGE_LAYERS.values())
 
 
-def _our_kind(name: str) -> str | None:
-    """The data type the add-on gives its attribute ``name`` (point domain), or None
-    when it writes no attribute of that name on a terrain."""
-    if name in EXPORTED_LAYERS or name == gridio.ORIGINAL_Z:
-        return 'FLOAT'
-    if name in gridio.COLOR_LAYERS.values():
-        return 'FLOAT_COLOR'
-    return None
-
-
 def skipped_attributes(obj: bpy.types.Object) -> dict[str, str]:
     """The ``te_*`` attributes of ``obj`` that are not the add-on's (not a layer it
     writes, or another type or domain than it gives it: a user's own, whatever it
@@ -241,7 +231,7 @@ def skipped_attributes(obj: bpy.types.Object) -> dict[str, str]:
         name = attr.name
         if not name.startswith("te_"):
             continue
-        kind = _our_kind(name)
+        kind = gridio.our_kind(name)
         if kind is None:
             skipped[name] = "not a layer the add-on writes"
         elif (attr.data_type, attr.domain) != (kind, 'POINT'):
