@@ -3,7 +3,10 @@
 
 The simulation, the presets, the CLI, the add-on's properties, panels and layers, the
 .npz units and the docs' attribute table read these descriptors; adding a process
-means adding its module (with its descriptor), its preset keys and its tests.
+means adding its module (with its descriptor), its preset keys and its tests. Nothing
+outside a process's module names it: what is special about a process (it holds
+standing water, it is on in a new terrain's settings, ...) is a field of its
+descriptor, and the add-on's extra widgets for it are an entry of ``addon/process_ui.py``.
 """
 
 from __future__ import annotations
@@ -53,13 +56,16 @@ class Process:
     #: ``passes(params) -> int`` passes in all; a run lasts at least the rounds they
     #: need, and passes beyond do nothing. None: the work is the run's particles
     passes: Callable[[Params], int] | None = None
-    #: for processes that hold standing water: ``relevel(terrain, params, height)``
-    #: after other processes moved the ground under or around it, once the simulation
-    #: kept the water surfaces where they were (hydrology: no lake above its outlet)
+    #: what this process does after another one moved ground under standing water:
+    #: ``relevel(terrain, params, height)``, called after the batch of every process
+    #: that does not move water itself, when there was water, once the simulation kept
+    #: the water surfaces where they were (hydrology: no lake above its outlet).
+    #: None: nothing
     relevel: Callable[..., object] | None = None
-
-    @property
-    def moves_water(self) -> bool:
-        """True if the process changes standing water itself (else the simulation keeps
-        lake surfaces level while ground moves under them)."""
-        return "pool" in self.writes
+    #: True if the process sets the depth of standing water (``pool``) itself
+    #: (hydrology, landscape); around the batches of every other process the
+    #: simulation keeps lake and sea surfaces level while ground moves under them
+    moves_water: bool = False
+    #: on in the settings of a terrain the add-on has not seen yet (droplets); presets
+    #: and the CLI say for themselves which processes run
+    enabled_by_default: bool = False

@@ -176,7 +176,7 @@ class Simulation:
 
     def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(wet cells, their water surface) before a process that moves ground but not
-        water (one whose descriptor does not write ``pool``), or None where there is no
+        water (``Process.moves_water`` is False), or None where there is no
         standing water."""
         if PROCESSES[name].moves_water:
             return None

@@ -471,4 +471,4 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
 PROCESS = Process(
     "droplets", DropletParams, run_batch, "Droplet erosion",
     "rain droplets carve channels (seed 001)", order=10, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility", "rain"))
+    reads=("bedrock", "sediment", "erodibility", "rain"), enabled_by_default=True)
