@@ -332,6 +332,52 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tiles_arg(text: str | None) -> tuple[int, int] | None:
+    """``--tiles 3x2`` (x by y) or ``--tiles 2`` (2x2); None: as many as the map needs."""
+    if text is None:
+        return None
+    x, sep, y = text.lower().partition("x")
+    try:
+        return (int(x), int(y if sep else x))
+    except ValueError:
+        raise CliError(f"--tiles {text!r}: give COLSxROWS, e.g. 2x2, or one number") from None
+
+
+def cmd_engine_tiles(args: argparse.Namespace) -> int:
+    """Heights and layers cut into Unreal or Unity tiles (simcore/formats/engine_tiles.py)."""
+    from .formats import engine_tiles as et
+    from .formats.states import load_heights, load_state
+
+    et.check_size(args.engine, args.size)
+    tiles = _tiles_arg(args.tiles)
+    name = args.state.lower()
+    if name.endswith(".npz"):
+        if args.cell_size is not None:
+            raise CliError("--cell-size cannot change the scale of a saved state (it holds "
+                           "world units)")
+        terrain, meta = load_state(args.state)
+        heights, cell = terrain.world_height(), float(terrain.cell_size)
+        layers, fractions = ({}, ()) if args.no_layers else et.state_layers(terrain)
+        facts = {k: meta[k] for k in ("seed", "preset", "rounds_done") if k in meta}
+    elif name.endswith(".npy"):
+        heights, cell = load_heights(args.state), _cell_size(args.cell_size)
+        layers, fractions, facts = {}, (), {}
+    else:
+        raise CliError(f"{args.state}: use an .npz state or a .npy heightmap")
+    formats = ("png", "r16") if args.format == "both" else (args.format,)
+    files, side = et.write_tiles(
+        args.out, args.name or Path(args.state).stem, heights, cell, args.engine,
+        args.size, layers, fractions, tiles, formats, args.layer_bits,
+        facts={"source_file": Path(args.state).name, **facts})
+    for text in side["warnings"]:
+        print(f"warning: {text}", file=sys.stderr)
+    if not args.quiet:
+        print(f"wrote {side['tiles_x']}x{side['tiles_y']} {args.engine} tiles of "
+              f"{args.size} ({len(files)} files) to {files[-1].parent}; sidecar "
+              f"{files[-1].name}", file=sys.stderr)
+    return 0
+
+
 def cmd_presets(args: argparse.Namespace) -> int:
     from .formats.presets import load_preset, preset_files
 
@@ -470,6 +516,29 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--output", required=True, help="where to write the .exr")
     x.add_argument("--quiet", action="store_true", help="no message on stderr")
     x.set_defaults(func=cmd_export)
+
+    t = sub.add_parser("engine-tiles", help="heights and layers as Unreal or Unity "
+                       "terrain tiles (16-bit PNG/RAW, shared edges, JSON sidecar)")
+    t.add_argument("state", help=".npz state (heights and layers) or .npy heightmap")
+    t.add_argument("--engine", required=True, choices=("unreal", "unity"))
+    t.add_argument("--size", type=int, required=True,
+                   help="vertices per tile side: unreal 127 253 505 1009 2017 4033 8129; "
+                   "unity 33 65 129 257 513 1025 2049 4097")
+    t.add_argument("--out", required=True, help="folder for the tiles and the sidecar "
+                   "(made if missing)")
+    t.add_argument("--tiles", metavar="XxY", help="tiles across and down, e.g. 2x2 "
+                   "(default: as many as keep the map's detail); the map is resampled "
+                   "once (bilinear) when it is not tiles x (size - 1) + 1 vertices")
+    t.add_argument("--format", choices=("png", "r16", "both"), default="png",
+                   help="height files: 16-bit PNG, 16-bit little-endian RAW, or both")
+    t.add_argument("--layer-bits", type=int, choices=(8, 16), default=8,
+                   help="bits of the layer weight maps (8)")
+    t.add_argument("--no-layers", action="store_true", help="heights only")
+    t.add_argument("--name", help="file name prefix (default: the input's name)")
+    t.add_argument("--cell-size", type=float, help="for a .npy input: world distance "
+                   "between samples (1)")
+    t.add_argument("--quiet", action="store_true", help="no message on stderr")
+    t.set_defaults(func=cmd_engine_tiles)
 
     s = sub.add_parser("shade", help="shaded-relief PNG of a heightmap or state "
                        "(pools of a state in blue)")
