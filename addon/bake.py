@@ -2,18 +2,17 @@
 
 Baking runs the object's simulation over a frame range: the first frame holds the
 terrain as it is, each later frame ``Particles per Frame`` more particles. Every frame
-is one compressed ``frame_NNNNNN.npz`` (vertex heights, the te_* layers, trees, water
-surface) in a cache folder next to the .blend (``//terrain_cache/<object>``, stored as
-a relative path, per object), with ``cache.json`` describing it. All files are written
-with :func:`atomic_write`.
+is one ``frame_NNNNNN.npz`` (vertex heights, the te_* layers, trees, water surface) in
+a cache folder next to the .blend (``//terrain_cache/<object>``, stored as a relative
+path, per object), with ``cache.json`` describing it: the file format, its checks and
+which manifests are ours are simcore/formats/bake_cache.py; this module reads the mesh
+into a frame's arrays and writes them back.
 
 A bake is all or nothing: it writes into a staging folder inside the cache folder and
 swaps the new set in only when it is complete (addon/staging.py), so a failure leaves
 the previous bake, the mesh and the object's settings as they were. It writes only into
-an empty folder or the folder of an earlier bake, and deletes only the files its
-manifest lists: a manifest is ours when it carries ``format`` = CACHE_FORMAT and
-``generator``, or (written before those keys) has exactly the old keys and lists
-exactly ``frame_NNNNNN.npz`` for every frame of its range.
+an empty folder or the folder of an earlier bake, and deletes only the files a manifest
+of ours lists.
 
 A persistent ``frame_change_post`` handler writes the frame's snapshot into the mesh;
 the edit tags the depsgraph, so the viewport, F12 renders and animation renders
@@ -32,12 +31,8 @@ manifest's ``repeats``, and the operator's report) and how to avoid it.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import os
-import re
 import sys
-import zipfile
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -50,23 +45,14 @@ from . import grid as gridio
 from . import staging
 from .job import ErosionJob
 from .simcore.errors import OutputPathError, UserError, describe_os_error
-from .simcore.fileio import atomic_write, check_output
-from .simcore.formats.states import read_npz_arrays, write_npz
+from .simcore.fileio import check_output
+from .simcore.formats import bake_cache as fmt
+from .simcore.formats.bake_cache import MANIFEST, BakeError, frame_file
 from .ui import ErosionSubPanel
 
 CACHE_ROOT = "terrain_cache"
-MANIFEST = "cache.json"
-CACHE_SCHEMA = 1
 #: decoded snapshots kept in memory per process (scrubbing back and forth)
 MEMORY_FRAMES = 16
-
-
-class BakeError(UserError):
-    """Baking or playback cannot go on; the message says what to do."""
-
-
-def frame_file(frame: int) -> str:
-    return f"frame_{frame:06d}.npz"
 
 
 def default_cache_dir(obj: bpy.types.Object) -> str:
@@ -126,14 +112,6 @@ def snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
     return arrays
 
 
-def _save(path: Path, arrays: dict[str, np.ndarray], compress: bool = True) -> int:
-    buf = io.BytesIO()
-    write_npz(buf, arrays, compress)  # its zip file closed on every path
-    data = buf.getvalue()
-    atomic_write(path, lambda f: f.write(data))
-    return len(data)
-
-
 class _Playback:
     """Per-process playback state: decoded frames and the vertex positions buffer."""
 
@@ -164,11 +142,6 @@ def message(obj: bpy.types.Object) -> str:
     return _state.messages.get(obj.name, "")
 
 
-def _read_frame(path: Path) -> dict[str, np.ndarray]:
-    """Decode one frame file (no bpy, no ``ast``: runs in the prefetch thread too)."""
-    return read_npz_arrays(path)
-
-
 def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:
     key = (str(folder), frame)
     hit = _state.frames.get(key)
@@ -178,10 +151,10 @@ def _load(folder: Path, frame: int) -> dict[str, np.ndarray]:
     path = folder / frame_file(frame)
     try:
         pending = _state.pending.pop(key, None)
-        arrays = pending.result() if pending is not None else _read_frame(path)
+        arrays = pending.result() if pending is not None else fmt.read_frame(path)
     except FileNotFoundError:
         raise BakeError(_missing_text(folder, path)) from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+    except fmt.READ_ERRORS as exc:
         raise BakeError(f"the baked frame {path} is damaged ({exc}); bake again") from None
     _remember(key, arrays)
     return arrays
@@ -206,7 +179,7 @@ def _prefetch(folder: Path, frame: int) -> None:
         _state.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="te-bake")
     for old in [k for k in _state.pending if k[0] != key[0] or abs(k[1] - frame) > 2]:
         _state.pending.pop(old).cancel()
-    _state.pending[key] = _state.pool.submit(_read_frame, path)
+    _state.pending[key] = _state.pool.submit(fmt.read_frame, path)
 
 
 def _missing_text(folder: Path, path: Path | None = None) -> str:
@@ -242,7 +215,8 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
         raise BakeError(f"the mesh of '{obj.name}' has {n:,} vertices but its baked frame "
                         f"{path} has {z.size:,}: the mesh changed since the bake (or the "
                         "frame is not this bake's); bake again or free the cache")
-    arrays = checked_frame(arrays, n, path)  # everything checked before the mesh changes
+    # everything checked before the mesh changes
+    arrays = fmt.checked_frame(arrays, n, path, _BAKED_LAYERS)
     key = me.as_pointer()
     co = _state.positions.get(key)
     if co is None or len(co) != n:
@@ -287,53 +261,8 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
     return shown
 
 
-#: the entries a frame may hold besides the layers ``f__``/``g__``/``c__`` + name, and
-#: how many values per vertex (None: per tree)
-_FRAME_ENTRIES = {"z": 1, "water_z": 1, "water_wet": 1, "trees_co": None,
-                  "trees_size": None}
-_LAYER_WIDTH = {"f": 1, "g": 1, "c": 4}
-
-
-def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path) -> dict[str, np.ndarray]:
-    """The arrays of a frame file as float32, or BakeError naming the file when it is
-    damaged or not one of ours: a missing ``z``, an entry we never write (a layer that is
-    not ours, e.g. ``f__position``, would replace a built-in attribute), a wrong shape,
-    values that are not finite numbers. Nothing of the mesh is touched before this."""
-    def bad(why: str) -> BakeError:
-        return BakeError(f"the baked frame {path} is damaged or not this bake's ({why}); "
-                         "bake again or free the cache")
-
-    if "z" not in arrays:
-        raise bad("it has no heights 'z'")
-    out = {}
-    trees = None
-    for name, values in arrays.items():
-        kind, sep, attr_name = name.partition("__")
-        if sep:
-            if kind not in _LAYER_WIDTH or attr_name not in gridio.OUR_ATTRIBUTES \
-                    or attr_name == gridio.ORIGINAL_Z:
-                raise bad(f"'{name[:80]}' is not a layer Terrain Erosion bakes")
-            width = _LAYER_WIDTH[kind]
-        elif name in _FRAME_ENTRIES:
-            width = _FRAME_ENTRIES[name]
-        else:
-            raise bad(f"unknown entry '{name[:80]}'")
-        if not isinstance(values, np.ndarray) or values.dtype.kind not in "biuf":
-            raise bad(f"'{name}' does not hold numbers")
-        if name == "trees_co":
-            if values.ndim != 2 or values.shape[1] != 3:
-                raise bad(f"'trees_co' has shape {values.shape}, not (trees, 3)")
-            trees = len(values)
-        elif values.ndim != 1 or (width is not None and values.size != n * width):
-            raise bad(f"'{name}' has shape {values.shape}, not ({n * (width or 1)},)")
-        values = np.ascontiguousarray(values, np.float32)
-        if not np.isfinite(values).all():
-            raise bad(f"'{name}' holds values that are not finite")
-        out[name] = values
-    if ("trees_co" in out) != ("trees_size" in out) or (
-            trees is not None and out["trees_size"].size != trees):
-        raise bad("the trees' positions and sizes do not match")
-    return out
+#: the layers a frame may hold: ours, but the original heights (kept on the mesh)
+_BAKED_LAYERS = frozenset(gridio.OUR_ATTRIBUTES - {gridio.ORIGINAL_Z})
 
 
 def _ensure(me, name, data_type):
@@ -345,45 +274,6 @@ def _ensure(me, name, data_type):
 
 
 # ------------------------------------------------------------------ bake / free
-
-#: what marks a manifest as ours (with ``generator``); the bake deletes or replaces only
-#: files a manifest of ours lists
-CACHE_FORMAT = "terrain_erosion.bake_cache"
-GENERATOR = "Terrain Erosion"
-#: the keys of a manifest written before CACHE_FORMAT existed (schema 1): such a cache is
-#: ours only if it has exactly these keys and its files are exactly frame_file(frame)
-#: for every frame of its range
-_OLD_KEYS = frozenset({"schema", "object", "vertices", "frame_start", "frame_end",
-                       "particles_per_frame", "particles_per_round", "seed", "bytes",
-                       "compressed", "files"})
-#: a temporary file atomic_write leaves for a moment next to one of our files
-_OUR_TEMP = re.compile(r"\.(cache\.json|frame_\d{6}\.npz)\.te-\d+-\d+-\d+\.tmp")
-
-
-def manifest_files(data: object) -> list[str] | None:
-    """The frame files a manifest says it wrote, or None when it is not one of ours
-    (another program's cache.json, a damaged one, names that are not our frames)."""
-    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
-        return None
-    files = data.get("files")
-    if not isinstance(files, dict):
-        return None
-    try:
-        ours = all(name == frame_file(int(frame)) for frame, name in files.items())
-    except (TypeError, ValueError):
-        return None
-    if not ours:
-        return None
-    if data.get("format") == CACHE_FORMAT and data.get("generator") == GENERATOR:
-        return list(files.values())
-    try:  # written before the format key: only exactly our old layout
-        frames = range(int(data["frame_start"]), int(data["frame_end"]) + 1)
-    except (KeyError, TypeError, ValueError):
-        return None
-    if set(data) != _OLD_KEYS or files != {str(f): frame_file(f) for f in frames}:
-        return None
-    return list(files.values())
-
 
 def _refuse(folder: Path, why: str) -> BakeError:
     return BakeError(f"the Cache Folder {folder} {why}: Bake writes only into an empty "
@@ -407,23 +297,19 @@ def cache_files(folder: Path, strict: bool = True) -> list[str]:
         raise _refuse(folder, "is a file, not a folder")
     try:
         names = {e.name for e in os.scandir(folder)
-                 if not (staging.is_transaction_folder(e.name) or _OUR_TEMP.fullmatch(e.name))}
+                 if not (staging.is_transaction_folder(e.name) or fmt.TEMP_FILE.fullmatch(e.name))}
     except OSError as exc:
         raise BakeError(f"cannot read the Cache Folder {folder}: {exc}") from None
     if not names:
         return []
-    listed = None
-    if MANIFEST in names:
-        try:
-            listed = manifest_files(json.loads((folder / MANIFEST).read_text("utf-8")))
-        except (OSError, ValueError):
-            listed = None
-    if listed is None:
+    data = fmt.read_manifest(folder / MANIFEST) if MANIFEST in names else None
+    if data is None:
         if not strict:
             return []
         why = ("holds a cache.json Terrain Erosion did not write" if MANIFEST in names
                else f"holds files Terrain Erosion did not write ({_some(names)})")
         raise _refuse(folder, why)
+    listed = fmt.manifest_files(data)
     others = names - set(listed) - {MANIFEST}
     if others and strict:
         raise _refuse(folder, f"holds files its bake did not write ({_some(others)})")
@@ -558,9 +444,8 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
     folder); the mesh ends at the last frame."""
     b = obj.terrain_bake
     sim = job.sim
-    sizes = []
+    size = 0
     job.write(job.object(vertices=True))
-    files = {}
     repeats = []
     for i in range(frames):
         target = i * per_frame
@@ -572,35 +457,14 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
         if i:
             job.write(job.object(vertices=True))
         frame = frame_start + i
-        sizes.append(_save(folder / frame_file(frame), snapshot(obj), b.compress))
-        files[str(frame)] = frame_file(frame)
+        size += fmt.write_frame(folder / frame_file(frame), snapshot(obj), b.compress)
         if report is not None:
             report(i + 1, frames)
-    manifest = {"schema": CACHE_SCHEMA, "format": CACHE_FORMAT, "generator": GENERATOR,
-                "object": obj.name, "vertices": len(obj.data.vertices),
-                "frame_start": frame_start, "frame_end": frame_start + frames - 1,
-                "particles_per_frame": per_frame, "particles_per_round": sim.per_round,
-                "seed": sim.seed, "bytes": sum(sizes), "compressed": bool(b.compress),
-                "files": files}
-    if repeats:
-        manifest["repeats"] = repeat_note(repeats, sim.per_round, per_frame)
-    text = json.dumps(manifest, indent=1)
-    atomic_write(folder / MANIFEST, lambda f: f.write(text.encode("utf-8")))
+    manifest = fmt.manifest(obj.name, len(obj.data.vertices), frame_start,
+                            frame_start + frames - 1, per_frame, sim.per_round, sim.seed,
+                            size, b.compress, repeats)
+    fmt.write_manifest(folder / MANIFEST, manifest)
     return manifest
-
-
-def repeat_note(frames: list[int], per_round: int, per_frame: int) -> dict:
-    """Why frames repeat the one before and how to avoid it (the manifest's
-    ``repeats``): the simulation runs whole rounds, and a frame that is already at or
-    past its particle target after the rounds of the frames before gets none."""
-    shown = ", ".join(map(str, frames[:12])) + (" ..." if len(frames) > 12 else "")
-    return {"frames": frames,
-            "why": f"the simulation runs whole rounds of {per_round:,} particles; with "
-                   f"{per_frame:,} particles per frame, a round already overshoots the "
-                   f"target of the frames after it, so {len(frames)} frame(s) ({shown}) "
-                   "show the same terrain as the frame before",
-            "fix": f"set Particles per Frame to at least {per_round:,} (a multiple of it "
-                   "gives evenly spaced frames)"}
 
 
 def _roll_back(obj: bpy.types.Object, job: ErosionJob, record: tuple) -> None:

@@ -40,8 +40,6 @@ without any view transform.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -51,12 +49,15 @@ import numpy as np
 
 from . import grid as gridio
 from . import staging
-from .scale import EXAGGERATION_RANGE, MAX_REAL_SIZE, MIN_REAL_SIZE, RealScale
+from .scale import EXAGGERATION_RANGE, RealScale
 from .simcore import __version__ as simcore_version
-from .simcore.channels import label_lakes, stream_polylines
-from .simcore.errors import InputFileError, OutputPathError, UserError, describe_os_error
-from .simcore.fileio import atomic_write, check_input, check_output
+from .simcore.channels import label_lakes
+from .simcore.errors import InputFileError, OutputPathError, UserError
+from .simcore.fileio import atomic_write, check_output
 from .simcore.formats import exr
+from .simcore.formats import rivers as rivers_file
+from .simcore.formats import sidecar as sidecar_file
+from .simcore.formats.sidecar import MAX_COORD, PNG_LEVELS, Sidecar
 from .simcore.layers import WET_DEPTH
 from .simcore.processes import FIELDS
 
@@ -65,18 +66,12 @@ FORMATS = {"PNG": ".png", "EXR": ".exr", "MULTI_EXR": "_layers.exr"}
 MULTI = "MULTI_EXR"
 MISSING_OIIO = ("Multi-layer EXR needs OpenImageIO, which this Blender does not include; "
                 "use the separate EXR files")
-#: sidecar entries not copied into the multi-layer EXR's header (the per-map record and
-#: the run's settings are in the sidecar only)
-NOT_IN_HEADER = ("maps", "enabled", "parameters", "provenance", "png_decode", "schema",
-                 "generator")
-SIDECAR_SCHEMA = 1
 #: 0..1 maps keep a fixed 0..1 range in PNGs (so values are comparable across runs);
 #: map names are the float attributes' names without "te_"
 UNIT_MAPS = tuple(f.exact[3:] for f in FIELDS.values() if f.exact and f.unit == "0..1")
 #: signed maps: each process's change (``change_<process>``, from te_change_<process>)
 #: keeps a range symmetric about 0 in PNGs, so mid-grey is no change
 SIGNED_MAPS = tuple(a[3:] for a in gridio.CHANGE_LAYERS.values())
-PNG_LEVELS = 65535
 
 
 class ExportError(UserError):
@@ -147,20 +142,6 @@ def _save_image(path: Path, raster: np.ndarray, fmt: str) -> None:
         bpy.data.scenes.remove(scene)
 
 
-def _is_file(path: Path) -> bool:
-    """``path.is_file()``, with a name the system refuses (too long, a NUL byte) or a
-    FIFO or device (fileio.check_input: it would block) an InputFileError."""
-    if "\0" in str(path):
-        raise InputFileError(f"cannot read {str(path)!r}: the path has a NUL byte; fix "
-                             "the path")
-    try:
-        found = path.is_file()
-    except OSError as exc:
-        raise InputFileError(describe_os_error(exc, path, "read")) from None
-    check_input(path)
-    return found
-
-
 def _gray(px: np.ndarray, path: Path) -> np.ndarray:
     """The gray channel of (rows, cols, channels) pixels; InputFileError for a colour
     image (red, green and blue differ) or transparent pixels. A heightmap has one
@@ -192,7 +173,7 @@ def _gray(px: np.ndarray, path: Path) -> np.ndarray:
 def _load_image(path: Path) -> np.ndarray:
     """A grayscale float64 raster, row 0 = image bottom; InputFileError for a colour
     image or transparent pixels (:func:`_gray`)."""
-    if not _is_file(path):
+    if not sidecar_file.is_input_file(path):
         raise InputFileError(f"cannot read {path}: no such file")
     try:
         img = bpy.data.images.load(str(path), check_existing=False)
@@ -317,30 +298,6 @@ def check_basename(base: str) -> str:
     return base
 
 
-def previous_export(folder: Path, base: str) -> list[str]:
-    """The files of an earlier export ``base`` in ``folder`` that its sidecar (ours:
-    ``generator`` Terrain Erosion) lists -- the sidecar first. A re-export replaces
-    them as a whole (those the new set has no more are removed). Names that are not
-    plain ``<base>_*`` files in the folder are never taken as ours."""
-    side = folder / f"{base}.json"
-    try:
-        data = json.loads(side.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict) or data.get("generator") != "Terrain Erosion" \
-            or not isinstance(data.get("maps"), dict):
-        return []
-    names = [side.name]
-    for entry in data["maps"].values():
-        files = entry.get("files") if isinstance(entry, dict) else None
-        for name in (files.values() if isinstance(files, dict) else ()):
-            if (isinstance(name, str) and name.startswith(f"{base}_")
-                    and Path(name).name == name and "\\" not in name
-                    and (folder / name).is_file()):
-                names.append(name)
-    return list(dict.fromkeys(names))
-
-
 def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str = "",
                 formats: tuple[str, ...] = ("PNG", "EXR"), stream_threshold: float = 0.5
                 ) -> list[Path]:
@@ -366,7 +323,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     maps = _layers(obj, grid)  # ours only: no map is named 'layers' (the multi-layer EXR)
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
     check_output(folder / f"{base}.json", estimate)
-    previous = previous_export(folder, base)
+    previous = sidecar_file.listed_files(folder, base)
     with staging.Staging(folder) as stage:
         names = _write_set(obj, stage.path, base, formats, maps, grid, scale,
                            stream_threshold, oiio)
@@ -381,13 +338,10 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
     written: list[Path] = []
     record: dict[str, dict] = {}
     for name, values in maps.items():
-        lo, hi = (0.0, 1.0) if name in UNIT_MAPS else (float(values.min()),
-                                                       float(values.max()))
-        entry = {"min": lo, "max": hi, "files": {}}
-        if name in SIGNED_MAPS:  # mid-grey = 0: the range is symmetric
-            reach = max(abs(lo), abs(hi))
-            lo, hi = -reach, reach
-            entry = {"min": lo, "max": hi, "files": {}, **_change_entry(name, values)}
+        entry = sidecar_file.map_entry(
+            values, name in UNIT_MAPS,
+            name[len("change_"):] if name in SIGNED_MAPS else None)
+        lo, hi = entry["min"], entry["max"]
         for fmt in (f for f in formats if f != MULTI):
             path = out / f"{base}_{name}{FORMATS[fmt]}"
             if fmt == "PNG":
@@ -404,233 +358,45 @@ def _write_set(obj, out: Path, base: str, formats, maps: dict, grid: gridio.Grid
     multi = f"{base}{FORMATS[MULTI]}" if MULTI in formats else None
     for name in maps if multi else ():
         record[name]["files"][MULTI] = multi
-    sidecar = {
-        "schema": SIDECAR_SCHEMA,
-        "generator": "Terrain Erosion",
-        "addon_version": addon_version(),
-        "simcore_version": simcore_version,
-        "object": obj.name,
-        "rows": grid.rows, "cols": grid.cols,
-        "cell_size_x": grid.cell_x, "cell_size_y": grid.cell_y,
-        "origin_x": grid.x0, "origin_y": grid.y0,
-        "units": "local (object space); world = local x object scale",
-        "object_scale": list(obj.matrix_world.to_scale()),
-        # the real world the erosion ran in (addon/scale.py; sidecars before issue 29
-        # have none: an import then leaves Real Size automatic)
-        "real_size": scale.real_size, "real_cell_size": scale.world_cell,
-        "real_size_automatic": scale.automatic,
-        "vertical_exaggeration": scale.exaggeration, "real_scale": scale.s,
-        "real_units": "metres across = local x real_scale; metres of height = local x "
-                      "real_scale / vertical_exaggeration",
-        "height_min": float(h.min()), "height_max": float(h.max()),
-        "height_scale": float(h.max() - h.min()),
-        "png_decode": "value = min + (png / 65535) * (max - min)",
-        "image_rows": "image bottom row = lowest local Y (top of the picture = +Y)",
-        **({"multilayer_exr": {
-            "file": multi, "channels": list(maps),
-            "decode": "one 32-bit float channel per map, named as the map (EXR lists them "
-                      "alphabetically): the exact local values; header attributes "
-                      "TerrainErosion/<key> repeat this sidecar's facts",
-            "row_order": exr.ROW_ORDER}} if multi else {}),
-        "maps": record,
-        **_settings_record(obj),
-    }
-    skipped = skipped_attributes(obj)
-    if skipped:
-        sidecar["skipped_attributes"] = skipped
+    facts = sidecar_file.Facts(
+        grid.rows, grid.cols, grid.cell_x, grid.cell_y, grid.x0, grid.y0,
+        float(h.min()), float(h.max()), scale.real_size, scale.exaggeration)
+    sidecar = sidecar_file.build(
+        facts, addon_version=addon_version(), simcore_version=simcore_version,
+        object_name=obj.name, object_scale=list(obj.matrix_world.to_scale()),
+        real_cell_size=scale.world_cell, real_size_automatic=scale.automatic,
+        real_scale=scale.s, maps=record,
+        multilayer=(multi, list(maps), exr.ROW_ORDER) if multi else None,
+        settings=_settings_record(obj), skipped=skipped_attributes(obj))
     if multi:
-        facts = {k: v for k, v in sidecar.items() if k not in NOT_IN_HEADER}
-        written.append(exr.write(out / multi, maps, facts, oiio))
-    side = out / f"{base}.json"
-    text = json.dumps(sidecar, indent=1, sort_keys=False)
-    atomic_write(side, lambda f: f.write(text.encode("utf-8")))
-    written.append(side)
+        written.append(exr.write(out / multi, maps, sidecar_file.header_facts(sidecar),
+                                 oiio))
+    written.append(sidecar_file.write(out / f"{base}.json", sidecar))
     return [p.name for p in written]
-
-
-def _change_entry(name: str, values: np.ndarray) -> dict:
-    """What a change map's sidecar entry says besides its range."""
-    process = name[len("change_"):]
-    return {
-        "process": process, "signed": True,
-        "meaning": f"how much {process} raised (+) or lowered (-) the ground since the "
-                   "original heights (te_original_z); the change maps add up to the whole "
-                   "change",
-        "units": "local (like height; EXR: the exact values)",
-        "value_min": float(values.min()), "value_max": float(values.max()),
-        "png_decode": "value = min + (png / 65535) * (max - min), min = -max: mid-grey "
-                      "(32767.5) is no change",
-    }
 
 
 def _export_water(folder: Path, base: str, maps: dict, grid: gridio.Grid,
                   threshold: float, record: dict) -> list[Path]:
-    """Rivers as polylines (JSON, local units) and lakes as a labelled 16-bit mask."""
+    """Rivers as polylines (JSON, local units; simcore/formats/rivers.py) and lakes as
+    a labelled 16-bit mask."""
     out = []
     if "stream" in maps:
         surface = maps["height"] + maps.get("pool_depth", 0.0)
-        lines = stream_polylines(maps["stream"], surface, threshold, 4, grid.cell_x,
-                                 grid.cell_y)
-        rivers = [{"points": [[grid.x0 + c * grid.cell_x, grid.y0 + r * grid.cell_y,
-                               float(surface[r, c])] for r, c in cells],
-                   "flow": [round(float(f), 6) for f in flow]} for cells, flow in lines]
-        path = folder / f"{base}_rivers.json"
-        text = json.dumps({"threshold": threshold, "units": "local", "rivers": rivers})
-        atomic_write(path, lambda f: f.write(text.encode("utf-8")))
-        record["rivers"] = {"files": {"JSON": path.name}, "count": len(rivers)}
+        rivers = rivers_file.polylines(maps["stream"], surface, threshold, grid.x0,
+                                       grid.y0, grid.cell_x, grid.cell_y)
+        path = rivers_file.write(folder / f"{base}_rivers.json", threshold, rivers)
+        record["rivers"] = sidecar_file.rivers_entry(path.name, len(rivers))
         out.append(path)
     if "pool_depth" in maps:
         labels, n = label_lakes(maps["pool_depth"] > WET_DEPTH)
         path = folder / f"{base}_lakes.png"
         _save_image(path, labels / PNG_LEVELS, "PNG")
-        record["lakes"] = {"files": {"PNG": path.name}, "count": n,
-                           "decode": "lake id = png value (0 = dry)"}
+        record["lakes"] = sidecar_file.lakes_entry(path.name, n)
         out.append(path)
     return out
 
 
 # ------------------------------------------------------------------ import
-
-class Sidecar(dict):
-    """A sidecar's entries (the .json beside a map, or the facts a multi-layer EXR's
-    header repeats); ``where`` names it in messages, ``fix`` says how to mend it."""
-
-    def __init__(self, data: dict, where: str, fix: str) -> None:
-        super().__init__(data)
-        self.where, self.fix = where, fix
-
-
-def read_sidecar(path: Path) -> Sidecar | None:
-    """The sidecar of an exported map (``<base>.json`` for ``<base>_height.*``), or
-    None when there is none (a JSON file that is not ours is not a sidecar)."""
-    stem = path.stem
-    candidates = [path.with_suffix(".json")]
-    for ending in ("_height", "_layers"):
-        if stem.endswith(ending):
-            candidates.insert(0, path.with_name(stem[:-len(ending)] + ".json"))
-    for side in candidates:
-        if _is_file(side):
-            try:
-                data = json.loads(side.read_text("utf-8"))
-            except (OSError, ValueError) as exc:
-                raise InputFileError(f"cannot read the sidecar {side}: {exc}") from None
-            if isinstance(data, dict) and data.get("generator") == "Terrain Erosion":
-                return Sidecar(data, f"the sidecar {side}",
-                               "fix it, export the map again, or move the sidecar away to "
-                               "import with the values you give")
-    return None
-
-
-#: largest local coordinate an import makes (|x|, |y| or a height): float32 positions
-#: still resolve a unit there; farther out Blender cannot place vertices usefully
-MAX_COORD = 1e7
-#: smallest cell relative to the grid's largest coordinate (16 float32 steps): finer
-#: and neighbouring vertices merge
-MIN_CELL_RELATIVE = 2.0 ** -20
-_REQUIRED = object()
-
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _side_error(side: Sidecar, key: str, problem: str, need: str) -> InputFileError:
-    return InputFileError(f"{side.where}: {key!r} {problem}; it must be {need}: "
-                          f"{side.fix}")
-
-
-def _side_number(side: Sidecar, key: str, need: str, ok=lambda v: True,
-                 default=_REQUIRED):
-    """The finite number ``side[key]`` (``ok`` of it true), ``default`` when absent;
-    InputFileError naming the sidecar and the key otherwise (text, null, a list, a
-    bool, NaN, inf, out of range, missing and required)."""
-    if key not in side:
-        if default is not _REQUIRED:
-            return default
-        raise _side_error(side, key, "is missing", need)
-    value, number = side[key], None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:  # an integer beyond any float
-            number = None
-    if number is None or not math.isfinite(number) or not ok(number):
-        raise _side_error(side, key, f"is {_shown(value)}", need)
-    return number
-
-
-def _sidecar_facts(side: Sidecar, path: Path, shape: tuple[int, int], png: bool,
-                   cell_size: float) -> dict:
-    """What the import takes from a sidecar, every value checked (a key that is
-    present must be valid; a key the import needs must be present): cell sizes (unless
-    ``cell_size`` > 0 is given), the PNG height range, the origin, the real size."""
-    rows, cols = shape
-    for key, n in (("rows", rows), ("cols", cols)):
-        got = side.get(key, n)
-        if isinstance(got, bool) or not isinstance(got, int) or got != n:
-            raise _side_error(side, key, f"is {_shown(got)}, but {path.name} is {cols}x"
-                              f"{rows} pixels", f"{n} (or the sidecar belongs to another "
-                              "image)")
-    inside = f"a number within ±{MAX_COORD:g} local units"
-    cell = "a cell size in local units above 0"
-    facts = {"cell_x": _side_number(side, "cell_size_x", cell, lambda v: v > 0,
-                                    None if cell_size > 0 else _REQUIRED)}
-    facts["cell_y"] = _side_number(side, "cell_size_y", cell, lambda v: v > 0,
-                                   facts["cell_x"])
-    low = _side_number(side, "height_min", inside, lambda v: abs(v) <= MAX_COORD,
-                       _REQUIRED if png else None)
-    facts["height_min"] = low
-    facts["height_max"] = _side_number(
-        side, "height_max", f"{inside}, at least 'height_min' ({low!r})",
-        lambda v: abs(v) <= MAX_COORD and (low is None or v >= low),
-        _REQUIRED if png else None)
-    for key in ("origin_x", "origin_y"):
-        facts[key] = _side_number(side, key, inside, lambda v: abs(v) <= MAX_COORD, None)
-    facts["real"] = None
-    lo, hi = EXAGGERATION_RANGE
-    exaggeration = _side_number(side, "vertical_exaggeration", f"between {lo:g} and {hi:g}",
-                                lambda v: lo <= v <= hi, 1.0)
-    if "real_size" in side:  # sidecars before issue 29 have none: Real Size automatic
-        real = _side_number(side, "real_size", f"0 (automatic) or {MIN_REAL_SIZE:g} to "
-                            f"{MAX_REAL_SIZE:g} metres",
-                            lambda v: v == 0 or MIN_REAL_SIZE <= v <= MAX_REAL_SIZE)
-        try:
-            RealScale.of(3, 3, 1.0, real, exaggeration)
-        except UserError as exc:
-            raise InputFileError(f"{side.where}: {exc}; {side.fix}") from None
-        facts["real"] = (real, exaggeration)
-    return facts
-
-
-def _check_lattice(side: Sidecar | None, path: Path, shape: tuple[int, int],
-                   cell_x: float, cell_y: float, x0: float | None,
-                   y0: float | None) -> tuple[float, float]:
-    """The origin (x0, y0) of a grid of ``shape`` with these cells: every vertex within
-    :data:`MAX_COORD` and apart from its neighbours in float32; InputFileError naming
-    the key (or the Cell Size given) otherwise."""
-    rows, cols = shape
-    origin = []
-    for axis, n, cell, start in (("x", cols, cell_x, x0), ("y", rows, cell_y, y0)):
-        start = -(n - 1) * cell / 2 if start is None else start
-        reach = max(abs(start), abs(start + (n - 1) * cell))
-        problem = None
-        if not reach <= MAX_COORD:
-            problem = (f"makes the {n}-vertex grid reach {reach:g} local units in {axis}; "
-                       f"at most {MAX_COORD:g}")
-        elif cell < MIN_CELL_RELATIVE * max(reach, 1.0):
-            problem = (f"is too small for a grid reaching {reach:g} local units in {axis}: "
-                       "its vertices would merge (float32 positions)")
-        if problem:
-            key = f"cell_size_{axis}"
-            if side is not None and key in side:
-                raise InputFileError(f"{side.where}: {key!r} ({cell:g}) {problem}; "
-                                     f"{side.fix}")
-            raise InputFileError(f"cannot import {path.name}: a Cell Size of {cell:g} "
-                                 f"{problem}; give another Cell Size")
-        origin.append(start)
-    return origin[0], origin[1]
-
 
 def quad_mesh(me: bpy.types.Mesh, co: np.ndarray, quads: np.ndarray) -> bpy.types.Mesh:
     """Fill an empty mesh with vertices ``co`` (n, 3) and quads (m, 4), fast."""
@@ -688,7 +454,7 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     path = Path(bpy.path.abspath(str(filepath)))
     if path.suffix.lower() not in (".png", ".exr"):
         raise InputFileError(f"cannot import {path.name}: use a 16-bit PNG or an EXR")
-    if not _is_file(path):
+    if not sidecar_file.is_input_file(path):
         raise InputFileError(f"cannot read {path}: no such file")
     layers: dict[str, np.ndarray] = {}
     # ours by its 'height' channel, also with no other layer (Blender's reader makes
@@ -699,19 +465,22 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
         raw = layers.pop(exr.HEIGHT)
     else:
         raw = _load_image(path)
-        side = read_sidecar(path)
+        side = sidecar_file.read(path)
     png = path.suffix.lower() == ".png"
     cell_x = cell_y = 1.0
     x0 = y0 = real = None
     if side is not None:
-        facts = _sidecar_facts(side, path, raw.shape, png, cell_size)
-        cell_x, cell_y = facts["cell_x"] or 1.0, facts["cell_y"] or 1.0
+        facts = sidecar_file.read_facts(side, path, raw.shape, png, cell_size > 0,
+                                        EXAGGERATION_RANGE)
+        cell_x, cell_y = facts.cell_size_x or 1.0, facts.cell_size_y or 1.0
         if png:
-            height_min, height_max = facts["height_min"], facts["height_max"]
-        x0, y0, real = facts["origin_x"], facts["origin_y"], facts["real"]
+            height_min, height_max = facts.height_min, facts.height_max
+        x0, y0 = facts.origin_x, facts.origin_y
+        if facts.real_size is not None:
+            real = (facts.real_size, facts.vertical_exaggeration)
     if cell_size > 0:
         cell_x = cell_y = float(cell_size)
-    x0, y0 = _check_lattice(side, path, raw.shape, cell_x, cell_y, x0, y0)
+    x0, y0 = sidecar_file.check_lattice(side, path, raw.shape, cell_x, cell_y, x0, y0)
     if png:
         z = height_min + np.rint(raw * PNG_LEVELS) / PNG_LEVELS * (height_max - height_min)
     else:
@@ -752,14 +521,9 @@ def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
     if rows < 3 or cols < 3:
         raise InputFileError(f"{path} is {cols}x{rows} pixels; a heightmap needs at "
                              "least 3x3")
-    side = read_sidecar(path)
-    if side is None and layers.attributes.get("generator") == "Terrain Erosion":
-        side = Sidecar({}, f"the header of {path}", "export it again")
-        for key, text in layers.attributes.items():
-            try:
-                side[key] = json.loads(text)
-            except ValueError:
-                side[key] = text
+    side = sidecar_file.read(path)
+    if side is None:
+        side = sidecar_file.from_header(layers.attributes, path)
     return layers.channels, side
 
 

@@ -31,6 +31,7 @@ from conftest import FailingFile, deflate_start, small_tmpfs
 
 te = staged_addon()
 UserError = te.simcore.errors.UserError
+CACHE_FORMAT = te.simcore.formats.bake_cache.CACHE_FORMAT
 
 
 # ------------------------------------------------------------------ helpers
@@ -301,7 +302,7 @@ def test_bake_replaces_only_its_own_cache_and_free_keeps_other_files(blender, tm
     obj, folder = first_bake(tmp_path)
     rebake(obj)  # our own earlier bake: replaced (3 frames -> 5)
     manifest = json.loads((folder / "cache.json").read_text())
-    assert manifest["format"] == te.bake.CACHE_FORMAT and len(manifest["files"]) == 5
+    assert manifest["format"] == CACHE_FORMAT and len(manifest["files"]) == 5
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match=r"did not write \(notes.txt\)"):
         rebake(obj)
@@ -318,7 +319,7 @@ def test_a_cache_of_the_old_layout_is_ours_a_forged_manifest_is_not(blender, tmp
     bpy.context.scene.frame_set(3)
     assert not te.bake.message(obj), "an old cache still plays back"
     rebake(obj)  # and is replaced
-    assert json.loads((folder / "cache.json").read_text())["format"] == te.bake.CACHE_FORMAT
+    assert json.loads((folder / "cache.json").read_text())["format"] == CACHE_FORMAT
     # a manifest that lists other names (here a path out of the folder) is not ours
     (tmp_path / "precious.txt").write_text("keep")
     forged = dict(json.loads((folder / "cache.json").read_text()))
