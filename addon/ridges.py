@@ -18,8 +18,8 @@ import numpy as np
 
 from . import grid as gridio
 from .export import quad_mesh
+from .simcore import dla
 from .simcore.params import ParameterError
-from .simcore.processes import dla
 from .ui import ErosionTab
 
 _FIELDS = {f.name: f for f in dataclasses.fields(dla.RidgeParams)}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 
-from simcore.processes import dla
+from simcore import dla
 
 
 def _warm_up() -> None:

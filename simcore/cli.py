@@ -202,7 +202,7 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
             heights = heights * (scale / vertical)
             cell *= scale
         if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
-            from .processes.dla import add_ridges
+            from .dla import add_ridges
             heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
         return Terrain.from_heights(heights, cell), 0, vertical / scale
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")

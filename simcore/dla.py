@@ -40,8 +40,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..kernels import next_uniform, stream_state
-from ..params import ParameterError, Params, param
+from .kernels import next_uniform, sample_bilinear, stream_state
+from .params import ParameterError, Params, param
 
 BIASES = ("none", "left", "right", "up", "down", "center", "edges", "equator", "meridian")
 STARTS = ("center", "points", "walls", "mask")
@@ -698,22 +698,6 @@ def gaussian_blur(a: np.ndarray, sigma: float) -> np.ndarray:
     return sum(k[i] * p[:, i:i + a.shape[1]] for i in range(len(k)))
 
 
-def sample_bilinear(field: np.ndarray, rows_at: np.ndarray, cols_at: np.ndarray) -> np.ndarray:
-    """``field`` at fractional (row, col) positions of a lattice (outer product of the
-    two 1-D position arrays), clamped to the field."""
-    r = np.clip(rows_at, 0, field.shape[0] - 1)
-    c = np.clip(cols_at, 0, field.shape[1] - 1)
-    r0 = np.minimum(r.astype(np.int64), field.shape[0] - 2)
-    c0 = np.minimum(c.astype(np.int64), field.shape[1] - 2)
-    fr = (r - r0)[:, None]
-    fc = (c - c0)[None, :]
-    a = field[np.ix_(r0, c0)]
-    b = field[np.ix_(r0, c0 + 1)]
-    d = field[np.ix_(r0 + 1, c0)]
-    e = field[np.ix_(r0 + 1, c0 + 1)]
-    return (a * (1 - fc) + b * fc) * (1 - fr) + (d * (1 - fc) + e * fc) * fr
-
-
 def _reduce(a: np.ndarray) -> np.ndarray:
     """Half resolution: [1 2 1]/4 smoothing, then every other cell (cell r of the
     result sits on cell 2r of ``a``)."""
@@ -725,7 +709,7 @@ def _expand(a: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     interpolation, then [1 2 1]/4 smoothing so no crease shows in shading."""
     r = np.arange(shape[0]) / 2.0
     c = np.arange(shape[1]) / 2.0
-    return box_blur3(sample_bilinear(a, r, c), 1)
+    return box_blur3(sample_bilinear(a, r[:, None], c[None, :]), 1)
 
 
 def ridge_field(cluster: Cluster, scales: int, crest_shape: float = 0.15,
@@ -822,7 +806,7 @@ def ridge_terrain(shape: tuple[int, int], cell_size: float, params: RidgeParams,
     at_c = (np.arange(cols) * cell_size - origin[1]) / lattice_cell
     # anti-alias when the terrain grid is coarser than the lattice
     field = gaussian_blur(field, 0.5 * cell_size / lattice_cell)
-    heights = sample_bilinear(field, at_r, at_c)
+    heights = sample_bilinear(field, at_r[:, None], at_c[None, :])
     # round off the bilinear creases when the terrain is finer than the lattice
     heights = gaussian_blur(heights, 0.5 * lattice_cell / cell_size)
     heights -= heights.min()

@@ -7,6 +7,7 @@ import numpy as np
 from numba import njit
 
 from . import numba_cache  # noqa: F401 - a failing cache write is a warning
+from .kernels import sample_bilinear
 from .processes import FIELDS, PROCESSES
 
 #: Pool depth (cell units) above which a cell counts as wet (lakes, the sea, te_wet).
@@ -179,7 +180,7 @@ def tree_points(trees: np.ndarray, height: np.ndarray, x0: float, y0: float,
     co = np.empty((len(trees), 3), np.float32)
     co[:, 0] = x0 + trees[:, 0] * cell_x
     co[:, 1] = y0 + trees[:, 1] * cell_y
-    co[:, 2] = sample_bilinear(height, trees[:, 0], trees[:, 1]) * height_unit
+    co[:, 2] = sample_bilinear(height, trees[:, 1], trees[:, 0]) * height_unit
     return co, np.ascontiguousarray(trees[:, 2], np.float32)
 
 
@@ -187,15 +188,3 @@ def water_surface(height: np.ndarray, pool: np.ndarray, below: float = 0.5) -> n
     """Heights of a water surface mesh (cell units): ground + pool depth where there is
     water, ``below`` cells under the ground elsewhere (hidden by the terrain)."""
     return np.where(pool > WET_DEPTH, height + pool, height - below)
-
-
-def sample_bilinear(height: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Bilinear heights at points (x = column, y = row, cell units), clamped to the grid."""
-    rows, cols = height.shape
-    x = np.clip(x, 0.0, cols - 1.000001)
-    y = np.clip(y, 0.0, rows - 1.000001)
-    xi, yi = x.astype(np.int64), y.astype(np.int64)
-    fx, fy = x - xi, y - yi
-    top = height[yi, xi] * (1 - fx) + height[yi, xi + 1] * fx
-    bottom = height[yi + 1, xi] * (1 - fx) + height[yi + 1, xi + 1] * fx
-    return top * (1 - fy) + bottom * fy

@@ -64,7 +64,7 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
             water_vertices(values, values, 1.0, co, out, o)
 
     def ridges() -> None:  # the Generate Ridges operator
-        from .processes import dla
+        from . import dla
         dla.ridge_terrain((SIDE, SIDE), 100.0, dla.RidgeParams())
 
     first = [n for n in first if n in PROCESSES]

@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import parallel
+from simcore import dla, parallel
 from simcore.formats.presets import load_preset, preset_files
 from simcore.kernels import exchange, put_at, put_bilinear, take, transfer
 from simcore.noise import fractal_terrain
-from simcore.processes import FIELDS, dla
+from simcore.processes import FIELDS
 from simcore.simulation import PROCESSES, Simulation, process_params
 from simcore.terrain import Terrain
 

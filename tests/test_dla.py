@@ -1,4 +1,4 @@
-"""Diffusion-limited aggregation (simcore.processes.dla): the cluster grows only by sticking, the
+"""Diffusion-limited aggregation (simcore.dla): the cluster grows only by sticking, the
 article's options do what they say, the ridge terrain is plausible land in world units."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simcore import dla
 from simcore.params import ParameterError
-from simcore.processes import dla
 
 
 def assert_grown_by_sticking(c: dla.Cluster, n_start: int) -> None:
@@ -357,7 +357,7 @@ def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
     h = terrain.world_height()
     assert np.isfinite(h).all() and h.max() > 300, "mountains were raised"
     assert terrain.eroded.sum() > 0, "then eroded"
-    # the same ridges as simcore.processes.dla makes on its own, before erosion touched them
+    # the same ridges as simcore.dla makes on its own, before erosion touched them
     ridges = dla.ridge_terrain((65, 65), 100.0, preset.ridges).heights
     assert np.corrcoef(h.ravel(), ridges.ravel())[0, 1] > 0.9
 

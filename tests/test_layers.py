@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from simcore.kernels import sample_bilinear
 from simcore.layers import (
     HALF_GRAY_DEPTH,
     WET_DEPTH,
-    sample_bilinear,
     tree_points,
     vertex_gray,
     vertex_values,
@@ -79,6 +79,6 @@ def test_tree_points_stand_on_the_ground():
     assert co.dtype == np.float32 and size.dtype == np.float32
     assert np.array_equal(co[:, 0], (10.0 + 2.0 * trees[:, 0]).astype(np.float32))
     assert np.array_equal(co[:, 1], (20.0 + 2.0 * trees[:, 1]).astype(np.float32))
-    ground = sample_bilinear(height, trees[:, 0], trees[:, 1]) * 2.0
+    ground = sample_bilinear(height, trees[:, 1], trees[:, 0]) * 2.0
     assert np.array_equal(co[:, 2], ground.astype(np.float32))
     assert np.array_equal(size, trees[:, 2].astype(np.float32))

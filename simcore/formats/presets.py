@@ -73,7 +73,7 @@ class Preset:
     params: dict[str, Params] = dataclasses.field(default_factory=dict)
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
-    #: optional [ridges] table (simcore.processes.dla.RidgeParams): DLA mountains raised on the
+    #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
     #: input heightmap before the erosion runs (issue 15)
     ridges: Params | None = None
     #: optional real size (REAL_SIZE_KEY): metres across, 0 = automatic, None = not set
@@ -188,7 +188,7 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                                       f"keys: {', '.join(keys)}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
         elif table == "ridges":
-            from ..processes.dla import RidgeParams
+            from ..dla import RidgeParams
             preset.ridges = RidgeParams.from_dict(values, f"{where}: [ridges]")
         elif table in PROCESSES:
             values = dict(values)
