@@ -40,6 +40,7 @@ else:
     from . import (  # noqa: E402
         bake,
         batch,
+        engine_tiles,
         export,
         masks,
         material,
@@ -56,7 +57,8 @@ else:
     )
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, ridges, masks, warmup, report_ui, material)
+                export, water_data, bake, ridges, masks, warmup, report_ui, material,
+                engine_tiles)
 
 
 def register() -> None:
