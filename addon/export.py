@@ -6,8 +6,9 @@ float EXR (exact local values), with Blender's own image writer, and/or one
 multi-layer EXR (``<name>_layers.exr``: every map as a named 32-bit float channel,
 the sidecar's facts in its header; simcore/formats/exr.py, through the OpenImageIO
 module Blender ships -- 4.2 has none: then a message says so), plus a JSON sidecar
-(cell size, height range and scale, seed, preset, parameters, add-on version) and the
-rivers (polylines with flow) and lakes (mask) as data. Image row 0 is the grid's
+(cell size, height range and scale, seed, preset, parameters, add-on version;
+simcore/formats/sidecar.py writes it and reads it back) and the rivers (polylines with
+flow, simcore/formats/rivers.py) and lakes (mask) as data. Image row 0 is the grid's
 lowest local Y, so the picture's top is +Y (north) as seen from above. The change maps
 (``change_<process>``: how much each process moved the ground) are signed: their PNG
 range is symmetric about 0, so mid-grey is no change.
@@ -30,8 +31,9 @@ the heights from its ``height`` channel and every other channel back as the obje
 A heightmap is grayscale: an image whose red, green and blue differ, or with
 transparent pixels, is refused (reading one channel would silently give a terrain
 nobody drew; a gray image stored as RGB or RGBA imports as it is). The sidecar's
-values are checked like any other input (a message naming the file and the key), and
-an import is all or nothing: it makes a whole grid object or none.
+values are checked like any other input (simcore/formats/sidecar.py: a message naming
+the file and the key), and an import is all or nothing: it makes a whole grid object
+or none.
 
 Blender 4.2 and 5.x: ``Image.save_render`` with a scene's ``image_settings`` works in
 both; the settings are put back afterwards. Non-color ("data") images are written
