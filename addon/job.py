@@ -182,7 +182,8 @@ class ErosionJob:
                                f"but of another kind: {', '.join(foreign)}; rename them "
                                "(a run would replace them)")
         self.snapshot = gridio.MeshSnapshot.take(me)
-        self.with_trees = "trees" in params
+        #: an enabled process grows trees (the terrain's tree table: instances, no layer)
+        self.with_trees = any("trees" in PROCESSES[name].writes for name in params)
         #: resumed from the last run's full-precision state (see _EXACT), not the layers
         self.exact_resume = False
         exact = _exact_state(obj, self.scale, seed)

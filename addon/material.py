@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bpy
 
+from .boundary import reports_user_errors
 from .compat import new_node_material
 from .grid import COLOR_LAYERS, read_positions
 
@@ -336,6 +337,7 @@ class TERRAIN_OT_apply_material(bpy.types.Operator):
             return False
         return True
 
+    @reports_user_errors
     def execute(self, context):
         obj = context.active_object
         before = obj.data.materials[0] if len(obj.data.materials) else None

@@ -10,6 +10,7 @@ import bpy
 
 from . import grid as gridio
 from . import presets_ui
+from .boundary import USER_ERRORS, reports_user_errors  # the operators' error boundary
 from .job import (  # noqa: F401 (JobEnded: API)
     ErosionJob,
     JobEnded,
@@ -18,11 +19,8 @@ from .job import (  # noqa: F401 (JobEnded: API)
     halt_all_runs,
     reset_to_original,
 )
-from .simcore.errors import UserError
 from .simcore.formats.presets import delete_preset, load_preset, save_preset
 
-#: Everything a user can cause (grid problems, parameters, files, an ended run).
-USER_ERRORS = (UserError,)
 TICK_BUDGET = 0.04  # seconds of simulation per timer tick: keeps the viewport responsive
 
 
@@ -69,20 +67,15 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         description="Amount of work for this run; 0 uses the object's setting",
         options={'SKIP_SAVE'})
 
-    def _make_job(self, context) -> ErosionJob | None:
-        try:
-            job = ErosionJob(context.active_object, self.particles or None)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return None
+    def _make_job(self, context) -> ErosionJob:
+        job = ErosionJob(context.active_object, self.particles or None)
         for text in job.advice:  # the run goes ahead; the user learns why it may look off
             self.report({'WARNING'}, text[:1].upper() + text[1:])
         return job
 
+    @reports_user_errors
     def execute(self, context):
         job = self._make_job(context)
-        if job is None:
-            return {'CANCELLED'}
         background = bpy.app.background
 
         def report(p):
@@ -92,25 +85,19 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
 
         try:
             progress = job.run(report, every=1.0)
-        except USER_ERRORS as exc:
-            job.cancel()
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        except USER_ERRORS:
+            job.cancel()  # the mesh as it was; the boundary reports why
+            raise
         self.report({'INFO'}, f"Eroded {job.obj_name}: {progress.particles} particles in "
                               f"{progress.seconds:.1f} s")
         return {'FINISHED'}
 
+    @reports_user_errors
     def invoke(self, context, event):
         if bpy.app.background:
             return self.execute(context)
         self._job = self._make_job(context)
-        if self._job is None:
-            return {'CANCELLED'}
-        try:
-            self._job.prepare_live()
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        self._job.prepare_live()
         rt = _runtime(context)
         rt.running, rt.progress, rt.stop_requested = True, 0.0, False
         rt.status = "Starting"
@@ -164,13 +151,15 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
             rt.status = "Cancelled: mesh restored"
             self.report({'INFO'}, "Erosion cancelled; the mesh is as it was")
             return {'CANCELLED'}
-        try:  # Stop / Enter keep what the viewport shows, without waiting for a round
-            kept = self._job.finish(wait=False)
-        except USER_ERRORS as exc:
-            self.report({'WARNING'}, str(exc))
-            return {'CANCELLED'}
-        rt.status = f"Done: {kept} particles"
-        return {'FINISHED'}
+        return _keep(self, context)
+
+
+@reports_user_errors(level='WARNING')  # the run is over: a warning says what went wrong
+def _keep(op: TERRAIN_OT_erode, context):
+    """Stop / Enter keep what the viewport shows, without waiting for a round."""
+    kept = op._job.finish(wait=False)
+    _runtime(context).status = f"Done: {kept} particles"
+    return {'FINISHED'}
 
 
 def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, on_worker: bool = False) -> str:
@@ -218,14 +207,11 @@ class TERRAIN_OT_step(_TerrainOperator, bpy.types.Operator):
     bl_label = "Step"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            job = ErosionJob(context.active_object, particles=1)
-            job.sim.run_round()
-            job.finish()
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        job = ErosionJob(context.active_object, particles=1)
+        job.sim.run_round()
+        job.finish()
         return {'FINISHED'}
 
 
@@ -237,14 +223,10 @@ class TERRAIN_OT_reset(_TerrainOperator, bpy.types.Operator):
     bl_label = "Reset to Original"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @reports_user_errors
     def execute(self, context):
         obj = context.active_object
-        try:
-            done = reset_to_original(obj)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
-        if not done:
+        if not reset_to_original(obj):
             self.report({'WARNING'}, f"'{obj.name}' has no stored original heights")
             return {'CANCELLED'}
         return {'FINISHED'}
@@ -290,13 +272,10 @@ class TERRAIN_OT_preset_apply(_MeshSettingsOperator, bpy.types.Operator):
 
     poll_hint = "Select a grid mesh object to apply a preset to"
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            preset = load_preset(self.filepath)
-            context.active_object.terrain_erosion.apply_preset(preset)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        preset = load_preset(self.filepath)
+        context.active_object.terrain_erosion.apply_preset(preset)
         return {'FINISHED'}
 
 
@@ -315,17 +294,14 @@ class TERRAIN_OT_preset_save(_MeshSettingsOperator, bpy.types.Operator):
     def invoke(self, context, event):
         return context.window_manager.invoke_props_dialog(self)
 
+    @reports_user_errors
     def execute(self, context):
         stem = presets_ui.file_stem(self.name)
         if not stem:
             self.report({'ERROR'}, "Give the preset a name with letters or digits")
             return {'CANCELLED'}
-        try:
-            preset = context.active_object.terrain_erosion.to_preset(self.name.strip())
-            path = save_preset(preset, presets_ui.user_dir() / f"{stem}.toml")
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        preset = context.active_object.terrain_erosion.to_preset(self.name.strip())
+        path = save_preset(preset, presets_ui.user_dir() / f"{stem}.toml")
         self.report({'INFO'}, f"Saved preset to {path}")
         return {'FINISHED'}
 
@@ -339,17 +315,14 @@ class TERRAIN_OT_preset_delete(bpy.types.Operator):
 
     filepath: bpy.props.StringProperty(subtype='FILE_PATH', options={'SKIP_SAVE'})
 
+    @reports_user_errors
     def execute(self, context):
         path = Path(self.filepath)
-        try:
-            if (path.parent.resolve() != presets_ui.user_dir().resolve()
-                    or path.suffix != ".toml"):
-                self.report({'ERROR'}, "Only user presets can be deleted")
-                return {'CANCELLED'}
-            delete_preset(path)
-        except USER_ERRORS as exc:
-            self.report({'ERROR'}, str(exc))
+        if (path.parent.resolve() != presets_ui.user_dir().resolve()
+                or path.suffix != ".toml"):
+            self.report({'ERROR'}, "Only user presets can be deleted")
             return {'CANCELLED'}
+        delete_preset(path)
         return {'FINISHED'}
 
 

@@ -8,7 +8,7 @@ import bpy
 
 from . import warmup
 from .grid import CHANGE_PREFIX, COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
-from .overlay import compass
+from .process_ui import draw_extras
 from .simcore.errors import UserError
 from .simcore.params import is_legacy
 from .simcore.simulation import PROCESSES
@@ -133,17 +133,8 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
         for field in shown_fields(group, fields):
             label = _with_unit(group, field)
             col.prop(group, field.name, text=f"{label} (legacy)" if is_legacy(field) else label)
-        settings = context.active_object.terrain_erosion
-        if name == "trees":
-            box = layout.box()
-            box.prop(settings, "tree_object")
-            box.prop(settings, "tree_collection")
-            box.prop(settings, "tree_scale")
-        if name == "hydrology":
-            layout.prop(settings, "water_surface")
-        if name == "wind":
-            layout.label(text=f"Blows towards {compass(group.direction)}", icon='FORCE_WIND')
-            layout.label(text="The orange arrow in the viewport shows it")
+        # its extras (process_ui.py): the trees' object, the water surface, ...
+        draw_extras(name, layout, context.active_object.terrain_erosion, group)
 
     return type(f"TERRAIN_PT_{name}", (bpy.types.Panel,), {
         "bl_idname": f"TERRAIN_PT_{name}", "bl_label": proc.label,

@@ -7,7 +7,9 @@ import dataclasses
 
 import bpy
 
+from .grid import COLOR_LAYERS
 from .masks import mask_annotations
+from .process_ui import extra_settings
 from .scale import EXAGGERATION_RANGE, MAX_REAL_SIZE, RealScale
 from .simcore.formats.presets import AREA_KEY, SIMULATION_KEYS, Preset
 from .simcore.params import ParameterError, describe_range
@@ -78,7 +80,7 @@ def _property(f: dataclasses.Field):
 def _process_group(name: str) -> type[bpy.types.PropertyGroup]:
     proc = PROCESSES[name]
     annotations = {"enabled": bpy.props.BoolProperty(
-        name="Enabled", default=(name == "droplets"),
+        name="Enabled", default=proc.enabled_by_default,
         description=f"Run {proc.label.lower()}: {proc.doc}")}
     for f in dataclasses.fields(proc.params_type):
         annotations[f.name] = _property(f)
@@ -149,8 +151,8 @@ def _settings_annotations() -> dict:
             description="Preset the settings were last loaded from"),
         "write_colors": bpy.props.BoolProperty(
             name="Color Layers", default=True,
-            description="Write te_* color attributes (gray 0..1) for sediment, streams, "
-                        "pools and trees"),
+            description="Write the color attributes (gray 0..1) "
+                        + ", ".join(COLOR_LAYERS.values())),
         "live_update": bpy.props.FloatProperty(
             name="Viewport Update", default=0.2, min=0.02, max=5.0, subtype='TIME_ABSOLUTE',
             unit='TIME_ABSOLUTE',
@@ -166,20 +168,9 @@ def _settings_annotations() -> dict:
             name="State Seed (64-bit)", default="",
             description="Seed of the run that produced the stored state, when above "
                         "2147483647"),
-        "tree_object": bpy.props.PointerProperty(
-            name="Tree", type=bpy.types.Object,
-            description="Object instanced for every tree (empty: a simple built-in tree)"),
-        "tree_collection": bpy.props.PointerProperty(
-            name="Tree Collection", type=bpy.types.Collection,
-            description="Instance a random object of this collection per tree (overrides "
-                        "Tree)"),
-        "tree_scale": bpy.props.FloatProperty(
-            name="Tree Scale", default=0.0, min=0.0, soft_max=100.0, subtype='DISTANCE',
-            description="Height of a full-grown tree in local units (0: the Trees "
-                        "process' Tree Height, in metres at the object's Real Size)"),
-        "water_surface": bpy.props.BoolProperty(
-            name="Water Surface", default=True,
-            description="Show pools (lakes, sea) as a water surface object for rendering"),
+    })
+    ann.update(extra_settings())  # process_ui.py: the trees' object, the water surface...
+    ann.update({
         "trees_object": bpy.props.PointerProperty(
             name="Trees Object", type=bpy.types.Object,
             description="Point object holding the simulated trees (made by the add-on)"),

@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from .boundary import reports_user_errors
 from .simcore.errors import UserError
 from .simcore.report import ROWS, landform_figures
 from .ui import ErosionSubPanel
@@ -64,12 +65,9 @@ class TERRAIN_OT_report(bpy.types.Operator):
             cls.poll_message_set(text)
         return ok
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            figures = object_report(context.active_object)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        figures = object_report(context.active_object)
         after = figures["after"]
         self.report({'INFO'}, f"Slope median {after['slope_p50']:.1f}°, "
                               f"closed basins {after['closed_basins']:.2f}% of the map, "

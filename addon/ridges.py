@@ -17,6 +17,7 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
+from .boundary import reports_user_errors
 from .export import quad_mesh
 from .simcore import dla
 from .simcore.params import ParameterError
@@ -149,15 +150,12 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
             return False
         return True
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            params = _params(self)
-            if self.new_grid or context.active_object is None:
-                return self._new_grid(context, params)
-            return self._on_active(context, params)
-        except (gridio.GridError, ParameterError) as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        params = _params(self)
+        if self.new_grid or context.active_object is None:
+            return self._new_grid(context, params)
+        return self._on_active(context, params)
 
     def _new_grid(self, context, params):
         if params.start == "mask":

@@ -12,9 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from simcore.fields import CORE_FIELDS, KINDS
+from simcore.fields import CORE_FIELDS, KINDS, Field
+from simcore.formats.presets import load_preset, preset_files
 from simcore.formats.states import load_state, read_npz_arrays, save_state
-from simcore.params import Params, is_legacy
+from simcore.params import Params, is_legacy, param
 from simcore.process import Process
 from simcore.processes import FIELDS, PROCESSES
 from simcore.simulation import Simulation, process_params
@@ -22,11 +23,17 @@ from simcore.terrain import StateFileError, Terrain, fields
 from tools import docs
 
 
+def shipped_names() -> set[str]:
+    """The process names the shipped presets use: public (preset tables, the CLI's
+    ``--set name.key``, the ``te_change_<name>`` layers), so each must stay a process."""
+    return {name for path in preset_files().values() for name in load_preset(path).enabled}
+
+
 def test_every_process_describes_itself_consistently():
-    # the shipped names and their round order are public (presets, layers); a new
-    # process may come anywhere in between without touching this test
-    shipped = ["landscape", "droplets", "snowball", "wind", "hydrology", "thermal", "trees"]
-    assert [n for n in PROCESSES if n in shipped] == shipped, "round order and names"
+    # a new process may come anywhere in the round without touching this test
+    assert shipped_names() <= set(PROCESSES), "a shipped preset names an unknown process"
+    assert any(p.enabled_by_default for p in PROCESSES.values()), \
+        "a new terrain's settings run at least one process"
     streams = [p.stream for p in PROCESSES.values()]
     assert len(set(streams)) == len(streams), "each process has its own RNG stream"
     orders = [p.order for p in PROCESSES.values()]
@@ -40,6 +47,9 @@ def test_every_process_describes_itself_consistently():
         for f in p.fields:  # an array it makes, or an input map it reads
             assert f.name in p.writes or (f.input and f.name in p.reads), \
                 f"{p.name} declares '{f.name}' but never writes it"
+        # standing water: a process that sets its depth says so; around every other
+        # one the simulation keeps the water surfaces level (it would undo its writes)
+        assert p.moves_water == ("pool" in p.writes), p.name
 
 
 def test_legacy_parameters_are_marked_in_one_way():
@@ -146,3 +156,50 @@ def test_every_benchmark_module_gives_build_bench_its_rows():
         runs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
         assert runs, f"{path.name} has no run(quick)"
         assert [a.arg for a in runs[0].args.args][:1] == ["quick"], path.name
+
+
+# ---------------------------------------------- a new process: its descriptor only
+
+
+@dataclasses.dataclass(frozen=True)
+class GlacialParams(Params):
+    """The dry run of docs/architecture.md ("Adding a process"): ice that builds up."""
+
+    snowfall: float = param(0.01, 0.0, 1.0, "cell", "ice laid down per pass")
+    batch: int = param(1, 1, 100, "passes", "passes per batch")
+
+
+def _glacial_batch(terrain, params, seed, first, count, height, cdf) -> int:
+    terrain.ice += params.snowfall * count
+    return count
+
+
+GLACIAL = Process(
+    "glacial", GlacialParams, _glacial_batch, "Glacial erosion", "ice builds up",
+    order=70, stream=99, reads=("bedrock",), writes=("ice",),
+    fields=(Field("ice", "depth", "ice thickness", lo=0.0, color="te_ice",
+                  exact="te_ice_depth"),))
+
+
+def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
+    """What ``simcore/processes/glacial.py`` ending with ``PROCESS = GLACIAL`` would
+    bring (discovery puts it in PROCESSES and its array in FIELDS): the simulation,
+    parameters, terrain arrays, water surfaces and states take it with no other edit."""
+    monkeypatch.setitem(PROCESSES, "glacial", GLACIAL)
+    monkeypatch.setitem(FIELDS, "ice", GLACIAL.fields[0])
+    params = process_params("glacial", {"snowfall": 0.5})
+    z = np.zeros((6, 6))
+    z[2, 2] = 8.0  # a spike that slides into the lake beside it
+    t = Terrain.from_heights(z, 2.0)
+    t.pool[2, 3] = 3.0  # the lake keeps its surface: neither process moves water
+    ground = t.height()[2, 3]
+    sim = Simulation(t, {"glacial": params, "thermal": process_params("thermal")},
+                     seed=1, particles=3)
+    sim.run()
+    assert sim.rounds_done == 2 and np.all(t.ice == 1.0)
+    assert t.height()[2, 3] > ground and t.pool[2, 3] < 3.0
+    assert t.height()[2, 3] + t.pool[2, 3] == pytest.approx(ground + 3.0, abs=1e-12)
+    assert set(t.changes) == {"glacial", "thermal"}
+    back, meta = load_state(save_state(tmp_path / "g.npz", t, sim.metadata()))
+    assert np.array_equal(back.ice, t.ice) and meta["units"]["ice"] == "cell"
+    assert meta["processes"]["glacial"]["snowfall"] == 0.5
