@@ -282,6 +282,7 @@ def _save_exr(out: Path, terrain, meta: dict, oiio) -> None:
     from . import __version__
     from .formats import exr
     from .formats.presets import REAL_SIZE_KEY
+    from .formats.sidecar import IMAGE_ROWS
     from .layers import exported_maps
 
     cell = float(terrain.cell_size)
@@ -299,7 +300,7 @@ def _save_exr(out: Path, terrain, meta: dict, oiio) -> None:
         "height_min": float(h.min()), "height_max": float(h.max()),
         "height_scale": float(h.max() - h.min()),
         "vertical_exaggeration": 1.0,
-        "image_rows": "image bottom row = lowest local Y (top of the picture = +Y)",
+        "image_rows": IMAGE_ROWS,
         "multilayer_exr": {
             "channels": list(maps),
             "decode": "one 32-bit float channel per map, named as the add-on's float "

@@ -408,3 +408,27 @@ def test_a_sidecar_that_is_not_ours_lists_nothing(tmp_path, text):
     (tmp_path / "wet.json").write_text(text)
     assert fmt.listed_files(tmp_path, "wet") == []
     assert fmt.listed_files(tmp_path, "dry") == []
+
+
+def test_the_cli_exports_header_is_read_back_by_the_same_reader(tmp_path, monkeypatch):
+    """``python -m simcore export`` writes the sidecar's facts in its EXR header: the
+    import's reader takes them (world units as local ones)."""
+    from simcore import cli
+    from simcore.formats import exr
+    from simcore.noise import fractal_terrain
+    from simcore.terrain import Terrain
+
+    terrain = Terrain.from_heights(fractal_terrain(20, seed=2) * 8, cell_size=30.0)
+    written = {}
+    monkeypatch.setattr(exr, "write", lambda out, maps, facts, oiio: written.update(
+        maps=maps, facts=facts))
+    cli._save_exr(tmp_path / "t.exr", terrain, {"seed": 4, "processes": []}, None)
+    header = {k: v if isinstance(v, str) else json.dumps(v)
+              for k, v in written["facts"].items()}
+    header["generator"] = exr.GENERATOR  # exr.write adds it
+    side = fmt.from_header(header, tmp_path / "t.exr")
+    got = fmt.read_facts(side, tmp_path / "t.exr", (20, 20), False, False, EXAGGERATION)
+    h = written["maps"]["height"]
+    assert got == fmt.Facts(20, 20, 30.0, 30.0, None, None, float(h.min()), float(h.max()),
+                            19 * 30.0, 1.0)
+    assert side["image_rows"] == fmt.IMAGE_ROWS
