@@ -548,8 +548,8 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _unreal_z_scale(span: float) -> float:
-    """Unreal's landscape Z scale (%) that spans ``span`` metres over 0..65535: a
-    landscape height is (value - 32768) / 128 x Z scale centimetres."""
+    """Unreal's landscape Scale Z that spans ``span`` metres over 0..65535: a landscape
+    height is (value - 32768) / 128 x Scale Z centimetres (100: -256..256 m)."""
     return 128.0 * span * 100.0 / 65535.0 if span > 0 else 100.0
 
 
@@ -569,8 +569,9 @@ def _engine_settings(p: Plan, cx: float, cy: float, lo: float, span: float) -> d
         z = _unreal_z_scale(span)
         return {
             "landscape_scale": [cx * 100.0, cy * 100.0, z],
-            "scale_units": "X, Y: cm per quad; Z: % (height = (value - 32768) / 128 x Z "
-                           "cm)",
+            "scale_units": "the landscape's Scale as the editor shows it: X, Y = cm per "
+                           "quad; Z: height = (value - 32768) / 128 x Z cm (100 spans "
+                           "-256..256 m)",
             "z_location_cm": lo * 100.0 + 256.0 * z,
             "note": "Z location puts value 0 at height_min; one landscape from the tiled "
                     "import (x/y in the file names), or one per tile at engine_location",
