@@ -203,3 +203,35 @@ def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
     back, meta = load_state(save_state(tmp_path / "g.npz", t, sim.metadata()))
     assert np.array_equal(back.ice, t.ice) and meta["units"]["ice"] == "cell"
     assert meta["processes"]["glacial"]["snowfall"] == 0.5
+
+
+#: operator modules that still catch and report user errors themselves (to move to
+#: addon/boundary.py's reports_user_errors)
+OWN_ERROR_REPORTS = {"bake.py", "export.py", "water_data.py", "engine_tiles.py"}
+
+
+def test_operators_report_user_errors_through_one_boundary():
+    """``except UserError as exc: self.report({'ERROR'}, str(exc))`` lives in
+    addon/boundary.py only: every operator catches the same errors and reports them the
+    same way (the ridges operator once caught two kinds only)."""
+    import ast
+    from pathlib import Path
+
+    def reports_caught(handler: ast.ExceptHandler) -> bool:
+        for node in ast.walk(handler):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "report"):
+                for arg in ast.walk(node):
+                    if (isinstance(arg, ast.Call) and getattr(arg.func, "id", "") == "str"
+                            and arg.args and getattr(arg.args[0], "id", None) == handler.name):
+                        return True
+        return False
+
+    addon = Path(__file__).resolve().parent.parent / "addon"
+    found = set()
+    for path in sorted(addon.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(n, ast.ExceptHandler) and n.name and reports_caught(n)
+               for n in ast.walk(tree)):
+            found.add(path.name)
+    assert found - OWN_ERROR_REPORTS == {"boundary.py"}
