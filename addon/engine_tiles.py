@@ -172,7 +172,7 @@ class TERRAIN_OT_export_engine_tiles(bpy.types.Operator):
     def execute(self, context):
         engine = self.engine.lower()
         size = int(self.unreal_size if engine == "unreal" else self.unity_size)
-        tiles = (self.tiles_x, self.tiles_y) if self.tiles_x and self.tiles_y else None
+        tiles = (self.tiles_x, self.tiles_y)  # 0: as many as keep the detail
         formats = {"PNG": ("png",), "R16": ("r16",), "BOTH": ("png", "r16")}
         try:
             files, side = export_engine_tiles(

@@ -134,7 +134,11 @@ def test_sidecar_names_every_tile_and_its_place(tmp_path, engine):
             cm = s["z_location_cm"] + (value - 32768) / 128 * sz
             assert cm / 100 == pytest.approx(want, abs=1e-9 * max(1, abs(want)))
     else:
-        assert s["terrain_size"] == pytest.approx([q * 2.0, hi - lo, q * 2.0])
+        # Unity's Import Raw: height = value / 65536 x terrain height, from position y
+        w, height, length = s["terrain_size"]
+        assert (w, length) == pytest.approx((q * 2.0, q * 2.0))
+        assert s["position_y"] + 65535 / 65536 * height == pytest.approx(hi, abs=1e-9)
+        assert s["terrain_height_png"] == pytest.approx(hi - lo)
         assert s["heightmap_resolution"] == size and s["position_y"] == lo
 
 
@@ -229,8 +233,11 @@ def test_bad_inputs_are_user_errors(tmp_path, capsys):
         et.write_tiles(tmp_path, "w", np.full((40, 40), np.nan), 1.0, "unity", 33)
     with pytest.raises(UserError, match="unknown engine"):
         et.check_size("godot", 33)
-    with pytest.raises(UserError, match="1 to 64 tiles"):
-        et.plan("unity", 33, (40, 40), (0, 2))
+    for bad in ((-1, 2), (65, 1)):
+        with pytest.raises(UserError, match="1 to 64 tiles"):
+            et.plan("unity", 33, (40, 40), bad)
+    assert (et.plan("unity", 33, (40, 100), (0, 5)).tiles_x,
+            et.plan("unity", 33, (40, 100), (0, 5)).tiles_y) == (4, 5), "0: automatic"
     path = tmp_path / "h.npy"
     save_heights(path, h)
     assert main(["engine-tiles", str(path), "--engine", "unity", "--size", "33",
@@ -253,3 +260,25 @@ def test_png_tiles_are_plain_grayscale_pngs():
     assert np.array_equal(got, codes)
     small = np.array([[0, 255], [7, 9]], np.uint8)
     assert et.png_bytes(small)[24] == 8
+
+
+@pytest.mark.parametrize("engine,size", [("unreal", 127), ("unity", 129)])
+def test_raw_rows_run_as_each_engine_reads_them(tmp_path, engine, size):
+    """A ramp rising to the north: the PNG's top row is the highest (north); a Unity
+    .r16 starts at the south (Import Raw puts row 0 at z = 0), an Unreal .r16 at the
+    north like its PNG; every file is 16-bit little-endian, size x size, no header."""
+    rows = 2 * (size - 1) + 1
+    h = np.tile(np.arange(rows, dtype=np.float64)[:, None], (1, size))
+    _, side = et.write_tiles(tmp_path, "ramp", h, 1.0, engine, size, formats=("png", "r16"))
+    for tile in side["tiles"]:
+        png = et.read_png(tmp_path / tile["files"]["height_png"])
+        raw = tmp_path / tile["files"]["height_r16"]
+        assert raw.stat().st_size == 2 * size * size
+        r16 = np.frombuffer(raw.read_bytes(), "<u2").reshape(size, size)
+        assert png[0, 0] > png[-1, 0], "PNG: north at the top"
+        if engine == "unity":
+            assert np.array_equal(r16, png[::-1]) and r16[0, 0] < r16[-1, 0]
+        else:
+            assert np.array_equal(r16, png)
+    north = max(side["tiles"], key=lambda t: t["row_from_south"])
+    assert north["y"] == (0 if engine == "unreal" else 1)

@@ -111,18 +111,18 @@ class Plan:
 
 def plan(engine: str, size: int, shape: tuple[int, int],
          tiles: tuple[int, int] | None = None) -> Plan:
-    """The tiles for a map of ``shape`` (rows, cols): ``tiles`` (x, y) when given, else
-    as many as cover the map without losing detail (ceil((n - 1) / (size - 1)) per
-    axis, at least 1). A map smaller than one tile is resampled up, with a warning."""
+    """The tiles for a map of ``shape`` (rows, cols): ``tiles`` (x, y) when given (0 on
+    an axis: automatic there), else as many as cover the map without losing detail
+    (ceil((n - 1) / (size - 1)) per axis, at least 1). A map smaller than one tile is
+    resampled up, with a warning."""
     check_size(engine, size)
     rows, cols = shape
     if rows < 2 or cols < 2:
         raise EngineTilesError(f"a {rows}x{cols} map is too small to cut; it needs at "
                                "least 2x2 vertices")
     q = size - 1
-    if tiles is None:
-        tiles = (max(1, math.ceil((cols - 1) / q)), max(1, math.ceil((rows - 1) / q)))
-    tx, ty = tiles
+    auto = (max(1, math.ceil((cols - 1) / q)), max(1, math.ceil((rows - 1) / q)))
+    tx, ty = auto if tiles is None else (tiles[0] or auto[0], tiles[1] or auto[1])
     if not (1 <= tx <= MAX_TILES and 1 <= ty <= MAX_TILES):
         raise EngineTilesError(f"{tx}x{ty} tiles: use 1 to {MAX_TILES} tiles per axis")
     p = Plan(engine, size, tx, ty, (rows, cols))
@@ -578,8 +578,13 @@ def _engine_settings(p: Plan, cx: float, cy: float, lo: float, span: float) -> d
         }
     return {
         "heightmap_resolution": p.size,
-        "terrain_size": [q * cx, span if span > 0 else 1.0, q * cy],
-        "terrain_size_units": "m: width (X), height (Y), length (Z)",
+        # Import Raw divides by 65536 (UnityCsReference ImportRaw), not 65535
+        "terrain_size": [q * cx, span * 65536 / 65535 if span > 0 else 1.0, q * cy],
+        "terrain_size_units": "m: width (X), height (Y), length (Z); the height is "
+                              "height_scale x 65536 / 65535 for Import Raw (it reads "
+                              "value / 65536); a PNG read as value / 65535 takes "
+                              "terrain_height_png",
+        "terrain_height_png": span if span > 0 else 1.0,
         "position_y": lo,
         "raw": {"depth": 16, "byte_order": "Windows (little-endian)",
                 "flip_vertically": False},
