@@ -7,7 +7,8 @@ or x real scale only with Keep Exaggeration, the shape as the viewport shows it)
 layers are the add-on's float layers (sediment, streams, pools, trees, ...; bedrock
 and maps that are zero everywhere left out), depths in metres, 0..1 maps as they are.
 Every check (the object, the folder, the name, the size) comes before the first file,
-and a set is written all or nothing.
+and a set is written all or nothing; a UserError is reported by the operator
+(addon/boundary.py) and leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
-from .simcore.errors import OutputPathError, UserError
+from .boundary import reports_user_errors
+from .simcore.errors import OutputPathError
 from .simcore.fileio import check_output
 from .simcore.formats import engine_tiles as et
 
@@ -169,19 +171,16 @@ class TERRAIN_OT_export_engine_tiles(bpy.types.Operator):
         sub.prop(self, "layer_bits")
         col.prop(self, "keep_exaggeration")
 
+    @reports_user_errors
     def execute(self, context):
         engine = self.engine.lower()
         size = int(self.unreal_size if engine == "unreal" else self.unity_size)
         tiles = (self.tiles_x, self.tiles_y)  # 0: as many as keep the detail
         formats = {"PNG": ("png",), "R16": ("r16",), "BOTH": ("png", "r16")}
-        try:
-            files, side = export_engine_tiles(
-                context.active_object, self.directory or "//", self.basename, engine, size,
-                tiles, formats[self.height_format], int(self.layer_bits), self.layers,
-                self.keep_exaggeration)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        files, side = export_engine_tiles(
+            context.active_object, self.directory or "//", self.basename, engine, size,
+            tiles, formats[self.height_format], int(self.layer_bits), self.layers,
+            self.keep_exaggeration)
         for text in side["warnings"]:
             self.report({'WARNING'}, text)
         self.report({'INFO'}, f"Exported {side['tiles_x']}x{side['tiles_y']} {engine} tiles "
