@@ -6,6 +6,8 @@
     python -m simcore shade --input eroded.npz --output eroded.png
     python -m simcore report eroded.npz
     python -m simcore export eroded.npz --output eroded.exr
+    python -m simcore sweep --preset default,alpine --seed 1..4 --input maps/*.npy --output sw/
+    python -m simcore tile --input world.npy --cell-size 30 --tiles 2 --output world.zarr
 """
 
 from __future__ import annotations
@@ -447,6 +449,55 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cluster_args(args: argparse.Namespace):
+    """The dask client of --workers / --scheduler / --threads (issue 25)."""
+    from .cluster import client
+
+    return client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,
+                  quiet=args.quiet)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import expand_inputs, parse_seeds, sweep
+
+    presets = [p.strip() for p in args.preset.split(",") if p.strip()]
+    seeds = parse_seeds(args.seed)
+    inputs = expand_inputs(args.input)
+    if args.cell_size is not None:
+        _cell_size(args.cell_size)
+    sets = overrides(args.set)
+    t0 = time.perf_counter()
+    with _cluster_args(args) as c:
+        rows = sweep(inputs, presets, seeds, args.output, c, cell_size=args.cell_size,
+                     particles=args.particles, sets=sets, quiet=args.quiet)
+    failed = [r for r in rows if r["status"] != "ok"]
+    for r in failed:
+        print(f"failed: run {r['run']} ({r['input']}, {r['preset']}, seed {r['seed']}): "
+              f"{r['error']}", file=sys.stderr)
+    if not args.quiet:
+        print(f"{len(rows) - len(failed)} of {len(rows)} runs done in "
+              f"{time.perf_counter() - t0:.1f}s; table: {Path(args.output) / 'sweep.csv'}",
+              file=sys.stderr)
+    return 0 if not failed else 1
+
+
+def cmd_tile(args: argparse.Namespace) -> int:
+    from .tiles import tile_command
+
+    return tile_command(args)
+
+
+def _add_cluster_flags(q: argparse.ArgumentParser) -> None:
+    q.add_argument("--workers", type=int, default=2,
+                   help="worker processes of the local dask cluster (2)")
+    q.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running dask scheduler (e.g. tcp://10.0.0.5:8786) instead of a "
+                   "local cluster")
+    q.add_argument("--threads", type=int, default=1,
+                   help="numba threads per local worker (1)")
+    q.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m simcore", description="Erode terrain heightmaps: rain droplets, "
@@ -547,6 +598,59 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", required=True, help="where to write the .png")
     s.add_argument("--cell-size", type=float, default=1.0, help="for a .npy input (1)")
     s.set_defaults(func=cmd_shade)
+
+    w = sub.add_parser(
+        "sweep", help="every combination of presets, seeds and inputs as tasks on "
+        "dask.distributed: states, shaded previews and a table (CSV, JSON)",
+        description="Run every (input, preset, seed) as one task on a dask cluster. "
+        "Writes NNNN_<input>_<preset>_s<seed>.npz and .png into --output, and sweep.csv "
+        "/ sweep.json: each run's parameters, status, seconds and realism figures after "
+        "the run. A failed run (a bad input) is a row with its reason; the others go "
+        "on; the exit code is then 1.")
+    w.add_argument("--preset", required=True, help="preset names or .toml paths, comma "
+                   "separated (default,alpine)")
+    w.add_argument("--seed", required=True, help="seeds: 1..20, 1,4,9 or a mix")
+    w.add_argument("--input", required=True, nargs="+",
+                   help=".npy heightmaps or .npz states (globs such as 'maps/*.npy')")
+    w.add_argument("--output", required=True, help="folder for the results and table")
+    w.add_argument("--cell-size", type=float, help="cell size of .npy inputs (1)")
+    w.add_argument("--particles", type=int, help="override the total particle count")
+    w.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a parameter of every run, e.g. droplets.Kq=5")
+    _add_cluster_flags(w)
+    w.set_defaults(func=cmd_sweep)
+
+    t = sub.add_parser(
+        "tile", help="erode a big world as overlapping tiles on dask.distributed, into a "
+        "chunked Zarr store (seamless; docs/tiles.md)",
+        description="Erode a world in tiles: the global processes (landscape, hydrology, "
+        "wind) on the whole map (or a --coarse version of it), then the detail processes "
+        "(droplets, snowball, thermal, trees) per tile with overlapping margins, "
+        "particles keyed to world position, margins blended. Output: a Zarr store "
+        "chunked by tile (heights in world units and every terrain array); "
+        "--heightmap-tiles also writes one heightmap per tile.")
+    t.add_argument("--preset", default="default", help="preset name or .toml (default)")
+    t.add_argument("--input", required=True, help=".npy heightmap or .npz state")
+    t.add_argument("--output", required=True, help="the Zarr store to write (a folder, "
+                   "e.g. world.zarr)")
+    t.add_argument("--tiles", default="2", metavar="N or RxC",
+                   help="tiles per side (2: 2x2) or rows x cols (2x3)")
+    t.add_argument("--margin", type=int, help="overlap margin in cells on each side "
+                   "(default: an eighth of a tile, at least 16)")
+    t.add_argument("--coarse", type=int, default=1, metavar="F",
+                   help="run the global processes on the map downsampled F times (1: "
+                   "full resolution)")
+    t.add_argument("--cell-size", type=float, help="cell size of a .npy input (1)")
+    t.add_argument("--seed", type=int, help="override the preset's seed")
+    t.add_argument("--particles", type=int, help="override the total particle count")
+    t.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
+    t.add_argument("--heightmap-tiles", metavar="FOLDER",
+                   help="also write each tile's heights (world units) there")
+    t.add_argument("--tile-format", choices=("npy", "png"), default="npy",
+                   help="format of --heightmap-tiles: .npy (float) or 16-bit gray PNG")
+    _add_cluster_flags(t)
+    t.set_defaults(func=cmd_tile)
     return parser
 
 

@@ -1,0 +1,698 @@
+"""Seamless tiled erosion on dask.distributed, into a Zarr store (issue 25).
+
+    python -m simcore tile --input world.npy --cell-size 30 --tiles 4 --output world.zarr
+
+A world runs in three stages of dask tasks (docs/tiles.md):
+
+1. **global** (one task): the processes whose reach is the whole map -- landscape
+   evolution, hydrology (rivers and lakes; the drainage core), wind (dunes march across
+   the map) -- run on the whole map, or on a copy ``coarse`` times smaller whose change
+   is interpolated back. The result is the *base* (Zarr group ``work/base``).
+2. **tiles** (one task each): the detail processes -- droplets, snowball, thermal
+   (hillslopes), trees -- on each tile's *extent*, its core plus ``margin`` cells on
+   every side that has a neighbour, read from the base. Particles are keyed to the
+   world: the world's squares are cut into blocks of BLOCK x BLOCK, and the particles of
+   block (I, J) are ``stream_state(mix(seed, I, J), stream, k)`` with their start drawn
+   inside that block (a cdf that is zero outside it), so a particle starting in an
+   overlap starts at the same world point with the same random numbers in both tiles.
+   A tile runs every block that lies wholly inside its extent; each block gets its
+   share of a round's particles (its rain weight / the world's), counted in whole
+   particles per block as ``floor(rounds x share)``. Grid processes get the world's
+   rain share (so a pass does what it does on the whole map), and trees' seeding tries
+   scale with the tile's area. The raw tile goes to ``work/raw`` (one chunk per tile).
+3. **blend** (one task per tile): each output cell is the average of the tiles that
+   cover it, weighted by a smoothstep ramp across a band ``margin`` wide centred on the
+   core border (0 in the outer half margin, whose particles were cut off by the tile's
+   edge; the weights of neighbours add up to 1). Each task writes exactly its own core:
+   one chunk of every output array.
+
+Every task is deterministic and writes whole chunks of its own (an atomic file
+replace in a directory store), so when Dask re-runs a lost worker's task it writes the
+same bytes. The store's arrays, chunked by tile core: ``height`` (world units), every
+terrain array (cell units, as in an .npz state), ``change_<process>`` (world units) and
+``trees``; its attributes hold the run's metadata. Command-line only: the Blender
+extension never imports this module (nor dask, nor zarr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import struct
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UserError
+
+#: processes that see the whole map (stage 1); every other enabled process is detail
+GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
+#: particle processes whose starts are keyed to world blocks (they start with
+#: kernels.start_position over the cdf they are given)
+BLOCK_PROCESSES = ("droplets", "snowball")
+#: side of a world block of particle starts, in squares (cells)
+BLOCK = 32
+#: most rounds a tile groups into one epoch: each block runs its particles of the epoch's
+#: rounds, then each grid process its passes (fewer kernel calls on big worlds)
+MAX_EPOCHS = 64
+#: arrays of the base the tile tasks read, and of the output
+STORE_VERSION = 1
+
+
+class TileError(UserError):
+    """A tiled run's arguments are wrong (nothing written)."""
+
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError:
+        raise TileError("tiled runs write a Zarr store and zarr is not installed: pip "
+                        "install 'zarr<3' (python build.py setup installs it)") from None
+    return zarr
+
+
+def _compressor():
+    from numcodecs import Blosc
+    Blosc.use_threads = False  # the same bytes whatever the thread count
+    return Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE)
+
+
+# -- the plan: cores, extents, blocks -------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    shape: tuple[int, int]
+    tiles: tuple[int, int]
+    core: tuple[int, int]  # core size (the last core along an axis may be smaller)
+    margin: int
+
+    def cores(self, axis: int) -> list[tuple[int, int]]:
+        n, t = self.shape[axis], self.core[axis]
+        return [(i * t, min((i + 1) * t, n)) for i in range(self.tiles[axis])]
+
+    def extents(self, axis: int) -> list[tuple[int, int]]:
+        n = self.shape[axis]
+        return [(max(a - self.margin, 0), min(b + self.margin, n))
+                for a, b in self.cores(axis)]
+
+    def extent_size(self) -> tuple[int, int]:
+        return tuple(max(b - a for a, b in self.extents(ax)) for ax in (0, 1))  # type: ignore
+
+    def ids(self) -> list[tuple[int, int]]:
+        return [(i, j) for i in range(self.tiles[0]) for j in range(self.tiles[1])]
+
+
+def make_plan(shape: tuple[int, int], tiles: tuple[int, int], margin: int | None) -> Plan:
+    rows, cols = shape
+    tr, tc = tiles
+    if tr < 1 or tc < 1 or tr > 256 or tc > 256:
+        raise TileError(f"--tiles must be 1..256 per side, got {tr}x{tc}")
+    core = (math.ceil(rows / tr), math.ceil(cols / tc))
+    if min(core) < 16:
+        raise TileError(f"--tiles {tr}x{tc} on a {rows}x{cols} map makes tiles under 16 "
+                        "cells: use fewer tiles")
+    if (tr - 1) * core[0] >= rows or (tc - 1) * core[1] >= cols:
+        raise TileError(f"--tiles {tr}x{tc} does not divide a {rows}x{cols} map: use fewer")
+    if margin is None:
+        margin = max(16, min(core) // 8)
+    if margin < 4 or margin > min(core):
+        raise TileError(f"--margin must be 4..{min(core)} cells (a tile core), got {margin}")
+    return Plan((rows, cols), (tr, tc), core, int(margin))
+
+
+def parse_tiles(text: str) -> tuple[int, int]:
+    a, sep, b = str(text).lower().partition("x")
+    try:
+        return int(a), int(b if sep else a)
+    except ValueError:
+        raise TileError(f"--tiles: use N (N x N tiles) or RxC, got '{text}'") from None
+
+
+_M64 = (1 << 64) - 1
+
+
+def _mix(x: int) -> int:
+    """splitmix64 finaliser on Python ints (kernels.mix64)."""
+    z = (x + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def block_seed(seed: int, bi: int, bj: int) -> int:
+    """The seed of world block (bi, bj): its particles' streams are
+    ``stream_state(block_seed, stream, k)``, the same in every tile that runs it."""
+    return _mix(_mix(_mix(seed & _M64) ^ (bi + 1)) ^ ((bj + 1) << 20))
+
+
+def tile_seed(seed: int, i: int, j: int) -> int:
+    """Seed of the processes that draw per tile, not per particle (trees)."""
+    return _mix(block_seed(seed, i, j) ^ 0x7469_6C65)
+
+
+def square_weights(rain: np.ndarray) -> np.ndarray:
+    """Start weight of every square (mean of its 4 corners), as kernels.rain_cdf."""
+    return 0.25 * (rain[:-1, :-1] + rain[:-1, 1:] + rain[1:, :-1] + rain[1:, 1:])
+
+
+def _block_ranges(n_squares: int) -> list[tuple[int, int]]:
+    return [(a, min(a + BLOCK, n_squares)) for a in range(0, n_squares, BLOCK)]
+
+
+def world_block_weights(rain: np.ndarray) -> np.ndarray:
+    """Rain weight of every world block (blocks x blocks), from the world's rain."""
+    w = square_weights(rain)
+    rb, cb = _block_ranges(w.shape[0]), _block_ranges(w.shape[1])
+    out = np.empty((len(rb), len(cb)))
+    for bi, (a, b) in enumerate(rb):
+        for bj, (c, d) in enumerate(cb):
+            out[bi, bj] = np.ascontiguousarray(w[a:b, c:d]).sum()
+    return out
+
+
+def block_counts(weights: np.ndarray, bi: int, bj: int, batch: int, r0: int,
+                 r1: int) -> tuple[int, int]:
+    """(first, count) of block (bi, bj)'s particles in rounds r0..r1-1: a round brings
+    ``batch`` particles over the world, a block its rain share of them."""
+    share = batch * float(weights[bi, bj]) / float(weights.sum())
+    first = math.floor(r0 * share)
+    return first, math.floor(r1 * share) - first
+
+
+def block_cdf(w_tile: np.ndarray, sr: tuple[int, int], sc: tuple[int, int]) -> np.ndarray:
+    """A start cdf over a tile's squares (``w_tile``: their weights) that is zero outside
+    squares rows ``sr`` x cols ``sc`` (tile-local), cut after the block's last square:
+    kernels.start_position then draws a start inside the block only, at the same place
+    in every tile (the cumulative sums over the block are the same numbers)."""
+    ncols = w_tile.shape[1]
+    seg = np.zeros((sr[1] - sr[0], ncols))
+    seg[:, sc[0]:sc[1]] = w_tile[sr[0]:sr[1], sc[0]:sc[1]]
+    start = sr[0] * ncols
+    stop = (sr[1] - 1) * ncols + sc[1]
+    cdf = np.zeros(stop)
+    cdf[start:stop] = np.cumsum(seg.ravel()[:stop - start])
+    return cdf
+
+
+# -- stage 1: the global processes --------------------------------------------------
+
+def _downsample(a: np.ndarray, f: int) -> np.ndarray:
+    rows, cols = a.shape
+    r, c = math.ceil(rows / f), math.ceil(cols / f)
+    pad = np.pad(a, ((0, r * f - rows), (0, c * f - cols)), mode="edge")
+    return pad.reshape(r, f, c, f).mean(axis=(1, 3))
+
+
+def _upsample(a: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
+    """Bilinear: coarse cell k stands at fine position k*f + (f-1)/2."""
+    def axis(n_fine, n_coarse):
+        x = (np.arange(n_fine) - (f - 1) / 2.0) / f
+        x = np.clip(x, 0, n_coarse - 1)
+        i0 = np.minimum(np.floor(x).astype(np.int64), n_coarse - 1)
+        i1 = np.minimum(i0 + 1, n_coarse - 1)
+        return i0, i1, x - i0
+    r0, r1, fr = axis(shape[0], a.shape[0])
+    c0, c1, fc = axis(shape[1], a.shape[1])
+    top = a[r0][:, c0] * (1 - fc) + a[r0][:, c1] * fc
+    bot = a[r1][:, c0] * (1 - fc) + a[r1][:, c1] * fc
+    return top * (1 - fr)[:, None] + bot * fr[:, None]
+
+
+def _simulation(terrain, params: dict, seed: int, rounds: int, world_share: float | None):
+    from .simulation import Simulation
+    per_round = sum(int(p.batch) for p in params.values())  # type: ignore[attr-defined]
+    sim = Simulation(terrain, params, seed=seed, particles=rounds * per_round)
+    if world_share is not None and world_share != sim.rain_share:
+        from .processes import PROCESSES
+        sim.rain_share = world_share
+        sim._run_params = {
+            n: (PROCESSES[n].per_rain(p, world_share)
+                if PROCESSES[n].per_rain is not None else p)
+            for n, p in sim.processes.items()}
+    return sim
+
+
+def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) -> str:
+    """Stage 1 (a task): the global processes on the whole map (``coarse`` times smaller
+    when > 1), the result written as ``work/base``. Returns a digest of what it wrote."""
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    src = root["work/input"]
+    terrain = _read_terrain(src, None, root.attrs["cell_size"])
+    base = root["work/base"]
+    if params:
+        if coarse > 1:
+            _global_coarse(terrain, params, seed, rounds, coarse)
+        else:
+            _simulation(terrain, params, seed, rounds, None).run()
+        for name, change in terrain.changes.items():
+            base[f"change_{name}"][...] = change
+    for name, a in terrain.arrays().items():
+        base[name][...] = a
+    return "ok"
+
+
+def _global_coarse(terrain, params: dict, seed: int, rounds: int, f: int) -> None:
+    from .terrain import Terrain
+    fine = terrain.arrays()
+    small = {n: _downsample(a, f) for n, a in fine.items()}
+    lengths = ("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool")
+    for n in lengths:
+        small[n] /= f  # cell units of the coarse grid
+    t = Terrain(**small, cell_size=terrain.cell_size * f)
+    t.validate()
+    start = {n: a.copy() for n, a in t.arrays().items()}
+    sim = _simulation(t, params, seed, rounds, None)
+    sim.run()
+    shape = terrain.shape
+    for n in ("bedrock", "sediment", "eroded", "deposited", "uplifted"):
+        delta = _upsample((getattr(t, n) - start[n]) * f, f, shape)
+        fine[n] += delta
+    for n in ("pool", "stream", "wind"):
+        scale = f if n == "pool" else 1.0
+        fine[n][...] = np.maximum(_upsample(getattr(t, n) * scale, f, shape), 0.0)
+    short = np.minimum(fine["sediment"], 0.0)  # never less than no sediment
+    fine["sediment"] -= short
+    fine["bedrock"] += short
+    for n, a in fine.items():
+        setattr(terrain, n, a)
+    for name, change in t.changes.items():
+        terrain.changes[name] = _upsample(change * f, f, shape)
+
+
+# -- stage 2: the tiles ---------------------------------------------------------------
+
+def _read_terrain(group, window, cell_size: float):
+    from .terrain import Terrain, fields
+    sl = (slice(None), slice(None)) if window is None else window
+    arrays = {n: np.ascontiguousarray(group[n][sl], dtype=np.float64) for n in fields()}
+    t = Terrain(**arrays, cell_size=float(cell_size))
+    t.validate()
+    return t
+
+
+def _particle_batch(name: str, terrain, params, seed: int, first: int, count: int,
+                    height: np.ndarray, cdf: np.ndarray, world_shape) -> int:
+    from .processes import PROCESSES
+    if name == "droplets":  # its path limit follows the world, not the tile
+        from .processes import droplets
+        lost, steps = droplets._run_batch(
+            seed & _M64, first, count, params.kernel(world_shape, terrain.cell_size), cdf,
+            droplets.strip_margin(params.brush_cells(terrain.cell_size)), height,
+            terrain.bedrock, terrain.sediment, terrain.eroded, terrain.deposited,
+            terrain.erodibility)
+        terrain.outflow += lost
+        return steps
+    return PROCESSES[name].run_batch(terrain, params, seed, first, count, height, cdf)
+
+
+def run_tile(store: str, i: int, j: int) -> str:
+    """Stage 2 (a task): tile (i, j)'s detail processes on its extent of the base,
+    written to its own chunk of ``work/raw``."""
+    from .processes import PROCESSES
+    from .simulation import _sources, process_params, protect_begin, protect_end
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    a = dict(root.attrs)
+    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
+    base = root["work/base"]
+    terrain = _read_terrain(base, (slice(r0, r1), slice(c0, c1)), a["cell_size"])
+    detail = {n: process_params(n, v) for n, v in a["detail"].items()}
+    seed, rounds = int(a["seed"]), int(a["rounds"])
+    weights = np.asarray(root["work/block_weights"][...])
+    world_shape = plan.shape
+    tile_area = (r1 - r0) * (c1 - c0) / float(world_shape[0] * world_shape[1])
+    run = {}
+    for n, p in detail.items():
+        if PROCESSES[n].per_rain is not None:
+            p = PROCESSES[n].per_rain(p, float(a["rain_share"]))
+        if n == "trees":  # seeding tries are per map: the tile gets its area's share
+            p = p.replace(spawn_tries=max(1, round(p.spawn_tries * tile_area)))
+        run[n] = p
+    height = terrain.height()
+    before = np.empty_like(height)
+    for n in run:
+        terrain.changes[n] = np.zeros_like(height)
+    w_tile = square_weights(terrain.rain)
+    # the world blocks wholly inside this extent (squares r0 .. r1-2)
+    blocks = []
+    for bi, (sa, sb) in enumerate(_block_ranges(world_shape[0] - 1)):
+        if sa < r0 or sb > r1 - 1:
+            continue
+        for bj, (ta, tb) in enumerate(_block_ranges(world_shape[1] - 1)):
+            if ta < c0 or tb > c1 - 1:
+                continue
+            blocks.append((bi, bj, (sa - r0, sb - r0), (ta - c0, tb - c0)))
+    epochs = max(1, min(rounds, MAX_EPOCHS))
+    cuts = [round(e * rounds / epochs) for e in range(epochs + 1)]
+    cdfs: dict[tuple[int, int], np.ndarray] = {}
+    keep_cdfs = len(blocks) * (r1 - r0) * (c1 - c0) * 8 < 256 * 2**20
+    for e in range(epochs):
+        ra, rb = cuts[e], cuts[e + 1]
+        for n, p in run.items():
+            batch = int(p.batch)  # type: ignore[attr-defined]
+            held = protect_begin(terrain, _sources(n))
+            wet = terrain.pool > 0.0  # lakes keep their level (Simulation.run_round)
+            surface = height[wet] + terrain.pool[wet] if wet.any() else None
+            before[...] = height
+            if n in BLOCK_PROCESSES:
+                for bi, bj, sr, sc in blocks:
+                    first, count = block_counts(weights, bi, bj, batch, ra, rb)
+                    if count <= 0:
+                        continue
+                    cdf = cdfs.get((bi, bj))
+                    if cdf is None:
+                        cdf = block_cdf(w_tile, sr, sc)
+                        if keep_cdfs:
+                            cdfs[(bi, bj)] = cdf
+                    _particle_batch(n, terrain, p, block_seed(seed, bi, bj), first, count,
+                                    height, cdf, world_shape)
+            else:
+                s = tile_seed(seed, i, j) if n == "trees" else seed
+                PROCESSES[n].run_batch(terrain, p, s, ra * batch, (rb - ra) * batch,
+                                       height, np.empty(0))
+            protect_end(terrain, held, height)
+            np.subtract(height, before, out=before)
+            terrain.changes[n] += before
+            if surface is not None:
+                terrain.pool[wet] = np.maximum(surface - height[wet], 0.0)
+    raw = root["work/raw"]
+    er, ec = plan.extent_size()
+    for n, arr in terrain.arrays().items():
+        _write_raw(raw[n], i, j, arr, er, ec)
+    for n in run:
+        _write_raw(raw[f"change_{n}"], i, j, terrain.changes[n], er, ec)
+    trees = np.asarray(terrain.trees, dtype=np.float64).reshape(-1, 3).copy()
+    trees[:, 0] += c0
+    trees[:, 1] += r0
+    core_r, core_c = plan.cores(0)[i], plan.cores(1)[j]
+    own = ((trees[:, 1] >= core_r[0]) & (trees[:, 1] < core_r[1])
+           & (trees[:, 0] >= core_c[0]) & (trees[:, 0] < core_c[1]))
+    t = trees[own]
+    arr = root["work"].create_dataset(f"trees/{i}_{j}", shape=t.shape, chunks=(max(len(t),
+                                      1), 3), dtype="f8", overwrite=True,
+                                      compressor=_compressor())
+    arr[...] = t
+    return "ok"
+
+
+def _write_raw(arr, i: int, j: int, a: np.ndarray, er: int, ec: int) -> None:
+    full = np.zeros((1, 1, er, ec))
+    full[0, 0, :a.shape[0], :a.shape[1]] = a
+    arr[i:i + 1, j:j + 1] = full  # exactly one chunk
+
+
+# -- stage 3: the blend ---------------------------------------------------------------
+
+def _smooth(t: np.ndarray) -> np.ndarray:
+    t = np.clip(t, 0.0, 1.0)
+    return t * t * (3.0 - 2.0 * t)
+
+
+def axis_weight(x: np.ndarray, core: tuple[int, int], n: int, margin: int) -> np.ndarray:
+    """A tile's blend weight along one axis at world positions ``x``: 1 inside its
+    core, a smoothstep ramp over ``margin`` cells centred on each core border that has
+    a neighbour (the neighbour's ramp is its complement), 0 beyond."""
+    h = margin / 2.0
+    w = np.ones(x.shape)
+    if core[0] > 0:
+        w *= _smooth((x - core[0] + h + 0.5) / (2 * h))
+    if core[1] < n:
+        w *= _smooth((core[1] + h - 0.5 - x) / (2 * h))
+    return w
+
+
+def run_blend(store: str, i: int, j: int) -> str:
+    """Stage 3 (a task): tile (i, j)'s core of every output array, the weighted sum of
+    the raw tiles that cover it (its own chunk of each)."""
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    a = dict(root.attrs)
+    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    (ca, cb), (da, db) = plan.cores(0)[i], plan.cores(1)[j]
+    raw = root["work/raw"]
+    names = list(a["arrays"]) + [f"change_{n}" for n in a["changes"]]
+    acc = {n: np.zeros((cb - ca, db - da)) for n in names}
+    ys = np.arange(ca, cb, dtype=np.float64)
+    xs = np.arange(da, db, dtype=np.float64)
+    for ti in range(max(i - 1, 0), min(i + 2, plan.tiles[0])):
+        (er0, er1), core_r = plan.extents(0)[ti], plan.cores(0)[ti]
+        ya, yb = max(ca, er0), min(cb, er1)  # this core's rows inside tile ti's extent
+        wy = axis_weight(ys[ya - ca:yb - ca], core_r, plan.shape[0], plan.margin)
+        for tj in range(max(j - 1, 0), min(j + 2, plan.tiles[1])):
+            (ec0, ec1), core_c = plan.extents(1)[tj], plan.cores(1)[tj]
+            xa, xb = max(da, ec0), min(db, ec1)
+            wx = axis_weight(xs[xa - da:xb - da], core_c, plan.shape[1], plan.margin)
+            w = wy[:, None] * wx[None, :]
+            if yb <= ya or xb <= xa or not w.any():
+                continue
+            sl = (ti, tj, slice(ya - er0, yb - er0), slice(xa - ec0, xb - ec0))
+            for n in names:
+                if n in raw:
+                    acc[n][ya - ca:yb - ca, xa - da:xb - da] += w * raw[n][sl]
+    cell = float(a["cell_size"])
+    for n, v in acc.items():
+        if n.startswith("change_"):
+            v = v * cell
+        root[n][ca:cb, da:db] = v
+    root["height"][ca:cb, da:db] = (acc["bedrock"] + acc["sediment"]) * cell
+    return "ok"
+
+
+# -- the driver -------------------------------------------------------------------------
+
+def _create(root, name: str, shape, chunks, fill=0.0):
+    return root.create_dataset(name, shape=shape, chunks=chunks, dtype="f8",
+                               compressor=_compressor(), fill_value=fill, overwrite=True)
+
+
+def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
+                  coarse: int, rain_share: float) -> dict:
+    """Write the input and the layout into a new store; returns its attributes."""
+    from .processes import PROCESSES
+    zarr = _zarr()
+    enabled = preset.enabled_params()
+    glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
+    detail = {n: p for n, p in enabled.items() if n not in GLOBAL_PROCESSES}
+    root = zarr.open_group(str(store), mode="w")
+    rows, cols = plan.shape
+    chunks = plan.core
+    arrays = list(terrain.arrays())
+    changes = [n for n in PROCESSES if n in enabled]
+    for n, arr in terrain.arrays().items():
+        _create(root, f"work/input/{n}", plan.shape, chunks)[...] = arr
+        _create(root, f"work/base/{n}", plan.shape, chunks)
+    for n in glob:
+        _create(root, f"work/base/change_{n}", plan.shape, chunks)
+    er, ec = plan.extent_size()
+    tr, tc = plan.tiles
+    for n in arrays + [f"change_{n}" for n in detail]:
+        _create(root, f"work/raw/{n}", (tr, tc, er, ec), (1, 1, er, ec))
+    for n in glob:  # the global changes pass through the raw tiles untouched
+        _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), (1, 1, er, ec))
+    root.create_dataset("work/block_weights", data=world_block_weights(terrain.rain),
+                        overwrite=True)
+    for n in arrays + [f"change_{n}" for n in changes] + ["height"]:
+        _create(root, n, plan.shape, chunks)
+    from . import __version__
+    attrs = {
+        "format": "terrain-erosion tiled world", "version": STORE_VERSION,
+        "simcore_version": __version__, "shape": list(plan.shape),
+        "tiles": list(plan.tiles), "core": list(plan.core), "margin": plan.margin,
+        "block": BLOCK, "cell_size": float(terrain.cell_size), "seed": int(preset.seed),
+        "rounds": int(rounds), "coarse": int(coarse), "rain_share": float(rain_share),
+        "preset": preset.name,
+        "global": {n: p.to_dict() for n, p in glob.items()},
+        "detail": {n: p.to_dict() for n, p in detail.items()},
+        "arrays": arrays, "changes": changes,
+        "units": {**{n: ("cell" if n in ("bedrock", "sediment", "eroded", "deposited",
+                                         "uplifted", "pool") else "as in .npz")
+                     for n in arrays}, "height": "world",
+                  **{f"change_{n}": "world" for n in changes}},
+        "chunks": "one chunk per tile core: root[name][r0:r1, c0:c1] reads tile by tile",
+    }
+    root.attrs.update(attrs)
+    return attrs
+
+
+def _global_into_raw(store: str, i: int, j: int) -> str:
+    """The global processes' changes, cut into tile (i, j)'s raw chunk (they pass
+    through the detail stage unchanged)."""
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    a = dict(root.attrs)
+    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
+    er, ec = plan.extent_size()
+    for n in a["global"]:
+        _write_raw(root[f"work/raw/change_{n}"], i, j,
+                   root[f"work/base/change_{n}"][r0:r1, c0:c1], er, ec)
+    return "ok"
+
+
+def tile_and_blend(store: str, i: int, j: int) -> str:
+    run_tile(store, i, j)
+    return _global_into_raw(store, i, j)
+
+
+def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int] = (2, 2),
+              margin: int | None = None, coarse: int = 1, quiet: bool = False,
+              keep_work: bool = False) -> dict:
+    """Erode ``terrain`` in tiles on the dask ``client``; the result in the Zarr store
+    ``store``. Returns the store's attributes plus the stages' seconds."""
+    from .cluster import run_tasks
+    from .simulation import rain_share
+    plan = make_plan(terrain.shape, tiles, margin)
+    if coarse < 1 or coarse > min(terrain.shape) // 8:
+        raise TileError(f"--coarse must be 1..{min(terrain.shape) // 8}, got {coarse}")
+    enabled = preset.enabled_params()
+    if not enabled:
+        raise TileError("the preset enables no process")
+    per_round = sum(int(p.batch) for p in enabled.values())  # type: ignore[attr-defined]
+    rounds = max(1, math.ceil(preset.work(terrain) / per_round))
+    store = str(store)
+    t0 = time.perf_counter()
+    attrs = prepare_store(store, terrain, preset, plan, rounds, coarse, rain_share(terrain))
+    glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
+    if not quiet:
+        print(f"tiles: {plan.shape[0]}x{plan.shape[1]} in {plan.tiles[0]}x{plan.tiles[1]} "
+              f"tiles of {plan.core[0]}x{plan.core[1]} (+{plan.margin} margin), {rounds} "
+              f"rounds; global: {', '.join(glob) or 'none'}"
+              f"{f' at 1/{coarse}' if coarse > 1 and glob else ''}; tiles: "
+              f"{', '.join(attrs['detail']) or 'none'}", file=sys.stderr, flush=True)
+    seconds = {"prepare": time.perf_counter() - t0}
+    t = time.perf_counter()
+    run_tasks(client, run_global, [(store, glob, int(preset.seed), rounds, coarse)],
+              "global", quiet)
+    seconds["global"] = time.perf_counter() - t
+    t = time.perf_counter()
+    run_tasks(client, tile_and_blend, [(store, i, j) for i, j in plan.ids()], "tiles", quiet)
+    seconds["tiles"] = time.perf_counter() - t
+    t = time.perf_counter()
+    run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet)
+    seconds["blend"] = time.perf_counter() - t
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    trees = [root[f"work/trees/{i}_{j}"][...] for i, j in plan.ids()]
+    all_trees = np.concatenate(trees) if trees else np.zeros((0, 3))
+    root.create_dataset("trees", data=all_trees, overwrite=True, compressor=_compressor())
+    if not keep_work:
+        del root["work"]
+    root.attrs["seconds"] = {k: round(v, 3) for k, v in seconds.items()}
+    return {**attrs, "seconds": seconds}
+
+
+def load_world(store: str | Path):
+    """The whole tiled world as a Terrain (cell units) and its attributes (for worlds
+    that fit; tools that do not hold it read ``zarr.open(store)[name][r0:r1, c0:c1]``)."""
+    from .terrain import Terrain, fields
+    zarr = _zarr()
+    root = zarr.open_group(str(store), mode="r")
+    attrs = dict(root.attrs)
+    t = Terrain(**{n: root[n][...] for n in fields()}, cell_size=attrs["cell_size"],
+                trees=root["trees"][...] if "trees" in root else None)
+    for n in attrs.get("changes", []):
+        t.changes[n] = root[f"change_{n}"][...] / attrs["cell_size"]
+    t.validate()
+    return t, attrs
+
+
+# -- heightmap tiles ------------------------------------------------------------------
+
+def _png16(gray: np.ndarray) -> bytes:
+    rows, cols = gray.shape
+    raw = b"".join(b"\x00" + gray[r].astype(">u2").tobytes() for r in range(rows))
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    ihdr = struct.pack(">IIBBBBB", cols, rows, 16, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 6))
+            + chunk(b"IEND", b""))
+
+
+def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy") -> list[Path]:
+    """Each tile core's heights (world units) as ``tile_r{i}_c{j}.npy``, or as 16-bit
+    gray PNG over the world's height range (``tiles.json`` says which range)."""
+    from .fileio import atomic_write
+    zarr = _zarr()
+    root = zarr.open_group(str(store), mode="r")
+    a = dict(root.attrs)
+    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    h = root["height"]
+    lo = hi = None
+    if fmt == "png":
+        lo, hi = math.inf, -math.inf
+        for i, j in plan.ids():
+            (ra, rb), (ca, cb) = plan.cores(0)[i], plan.cores(1)[j]
+            part = h[ra:rb, ca:cb]
+            lo, hi = min(lo, float(part.min())), max(hi, float(part.max()))
+    files, index = [], []
+    for i, j in plan.ids():
+        (ra, rb), (ca, cb) = plan.cores(0)[i], plan.cores(1)[j]
+        part = np.asarray(h[ra:rb, ca:cb])
+        name = f"tile_r{i}_c{j}.{fmt}"
+        if fmt == "png":
+            span = (hi - lo) or 1.0
+            gray = np.round((part - lo) / span * 65535.0).astype(np.uint16)
+            data = _png16(gray)
+            files.append(atomic_write(out / name, lambda f, d=data: f.write(d)))
+        else:
+            files.append(atomic_write(out / name,
+                                      lambda f, p=part: np.lib.format.write_array(f, p)))
+        index.append({"file": name, "row": i, "col": j, "rows": [ra, rb], "cols": [ca, cb]})
+    meta = {"cell_size": a["cell_size"], "shape": a["shape"], "tiles": index,
+            "format": fmt, "units": "world units" if fmt == "npy" else
+            "16-bit gray: height = low + gray / 65535 x (high - low)",
+            "low": lo, "high": hi}
+    atomic_write(out / "tiles.json", lambda f: f.write(json.dumps(meta, indent=1).encode()))
+    return files
+
+
+# -- the command ----------------------------------------------------------------------
+
+def tile_command(args) -> int:
+    from .cli import CliError, _cell_size, overrides
+    from .cluster import client
+    from .formats.presets import find_preset
+    from .formats.states import load_heights, load_state
+    from .terrain import Terrain
+
+    out = Path(args.output)
+    if out.exists() and not (out / ".zgroup").exists():
+        raise CliError(f"--output {out}: exists and is not a Zarr store; give a new folder "
+                       "name (e.g. world.zarr)")
+    if args.heightmap_tiles and Path(args.heightmap_tiles).is_file():
+        raise CliError(f"--heightmap-tiles {args.heightmap_tiles}: is a file; give a folder")
+    tiles = parse_tiles(args.tiles)
+    preset = find_preset(args.preset).with_overrides(
+        overrides(args.set, seed=args.seed, particles=args.particles))
+    name = args.input.lower()
+    if name.endswith(".npz"):
+        if args.cell_size is not None:
+            raise CliError("--cell-size cannot change the scale of a saved state")
+        terrain, _ = load_state(args.input)
+    elif name.endswith(".npy"):
+        terrain = Terrain.from_heights(load_heights(args.input), _cell_size(args.cell_size))
+    else:
+        raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
+    make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
+    t0 = time.perf_counter()
+    with client(args.workers, args.scheduler, args.threads, args.quiet) as c:
+        info = run_world(terrain, preset, out, c, tiles, args.margin, args.coarse,
+                         args.quiet)
+    if args.heightmap_tiles:
+        write_heightmap_tiles(out, args.heightmap_tiles, args.tile_format)
+    if not args.quiet:
+        s = info["seconds"]
+        print(f"wrote {out} in {time.perf_counter() - t0:.1f}s (global {s['global']:.1f}s, "
+              f"tiles {s['tiles']:.1f}s, blend {s['blend']:.1f}s)", file=sys.stderr)
+    return 0
