@@ -29,7 +29,7 @@ def test_every_process_together_keeps_height_in_sync_and_books_mass(hills):
     for name, arr in t.arrays().items():
         assert np.isfinite(arr).all(), name
     assert t.sediment.min() >= 0 and t.pool.min() >= 0
-    assert t.stream.max() > 0 and t.wind.max() > 0 and len(t.trees) >= 0
+    assert t.stream.max() > 0 and t.wind.max() > 0 and len(t.trees) > 0, "every process did work"
 
 
 def test_every_process_together_is_independent_of_slicing(hills):
