@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
             raise CliError("--save needs a .blend loaded from a file; use --save-as PATH")
         elif args.save:
             check_output(bpy.data.filepath)
-        if args.export_maps:  # issue 14: checked before the run, written after it
+        if args.export_maps:  # the folder is checked before the run, maps written after it
             from .export import check_export_folder
             check_export_folder(args.export_maps)
             if args.multilayer_exr:

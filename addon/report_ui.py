@@ -1,4 +1,4 @@
-"""Realism report in the Erosion tab (issue 24): the figures of ``simcore.report`` for
+"""Realism report in the Erosion tab: the figures of ``simcore.report`` for
 the active grid, before (the heights kept from before the first run) and now. Computed
 on demand by the Report button (a 1024² grid takes a second or two) and shown until
 the object's mesh or its round count changes (reading the heights at every panel draw

@@ -1,4 +1,4 @@
-"""Generate ridges (issue 15): mountains from diffusion-limited aggregation on the active
+"""Generate ridges: mountains from diffusion-limited aggregation on the active
 grid, or on a new grid, as one undo step; the erosion presets then take over.
 
 Settings live on the scene (``scene.terrain_ridges``) so the panel works with nothing

@@ -1,4 +1,4 @@
-"""The real-world size of a terrain object (issue 29): the one place where the object's
+"""The real-world size of a terrain object: the one place where the object's
 local units become the world the simulation runs in, and back.
 
 An artist's grid is a few Blender units across and means kilometres; the presets are

@@ -1,4 +1,4 @@
-"""Diffusion-limited aggregation speed (issue 15).
+"""Diffusion-limited aggregation speed.
 
 Rows:
 

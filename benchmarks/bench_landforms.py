@@ -4,7 +4,7 @@
                                          [--resolution 128,256,512] [--old-generator]
     python benchmarks/bench_landforms.py --presets default --resolution 512,1024
 
-(the second: issue 11's 1024² vs 512² check on a 7.68 km world, 7.5 m against 15 m
+(the second: the 1024² vs 512² resolution check on a 7.68 km world, 7.5 m against 15 m
 cells; about 35 min on a loaded 2-core machine. Measured 2026-11-24: default r = 0.60,
 eroded volume 1024/512 = 1.96 before droplets deposited over their brush and hydrology's
 inertia became a world length; after: r = 0.97, volume 0.96)

@@ -1,4 +1,4 @@
-"""Production resolution (issue 26): the ``default`` and ``droplets_only`` presets on one
+"""Production resolution: the ``default`` and ``droplets_only`` presets on one
 world at four resolutions, through the command line, as a user runs them.
 
     python build.py bench --only resolution [--quick] [--sizes 256,512] [--one-thread-max 1024]
@@ -38,7 +38,7 @@ Figures per row (2 threads unless said):
   ``speedup`` = t1 / t2 and ``same`` = the 1- and 2-thread outputs are bit-identical
   (SHA-1 of the output heights, ``hash``).
 
-Targets of issue 26, flagged ``pass`` / ``FAIL`` in the rows and summed up in the last row:
+The resolution targets, flagged ``pass`` / ``FAIL`` in the rows and summed up in the last row:
 
 * default preset (2 threads): 1024² <= 60 s (``time_target``), 2048² <= 240 s;
 * growth per doubling <= 4.5x (``growth_target``, both presets);
@@ -47,7 +47,7 @@ Targets of issue 26, flagged ``pass`` / ``FAIL`` in the rows and summed up in th
   run of the row). On small grids fixed costs (thread stacks, allocator arenas) weigh
   more per cell; the target matters at 1024² and 2048².
 
-Before the work on issue 26 the default preset took about 65 s at 512² and over 10
+Before the resolution work the default preset took about 65 s at 512² and over 10
 minutes at 1024²: the full set (every size, 1 and 2 threads) then takes hours.
 """
 
@@ -348,7 +348,7 @@ def add_flags(rows: list[dict]) -> None:
 
 
 def summary(rows: list[dict]) -> dict:
-    """One row: each target of issue 26 over the rows that measured it."""
+    """One row: each resolution target over the rows that measured it."""
     out: dict = {"name": "issue 26 targets"}
     default = {r["grid"]: r for r in rows if r.get("preset") == THREADED and "wall_s" in r}
     for size, limit in TIME_TARGET.items():

@@ -6,7 +6,7 @@ The kernels run on plain Python threads (simcore/parallel.py: numba kernels rele
 the GIL, idle threads sleep, droplet strips start as soon as their neighbours allow).
 Each condition runs in a fresh process with a warm numba cache; rows give seconds (best
 of 3) and ``ratio`` = 2-thread / 1-thread time in the same condition, and ``same`` = the
-2-thread result is bit-identical to 1 thread. The busy-core target of issue 12 is ratio
+2-thread result is bit-identical to 1 thread. The busy-core target is ratio
 <= 1.3; idle, ratio <= 0.59 (>= 1.7x speed-up). Without ``--quick`` both 256² and 512².
 
 A last row runs the default preset (256² or 512² at 30 m cells) on 1 and then 2 threads

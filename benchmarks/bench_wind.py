@@ -1,4 +1,4 @@
-"""Wind (dunes) and thermal speed, issue 11: equal work against the 2023 code.
+"""Wind (dunes) and thermal speed: equal work against the 2023 code.
 
 Rows:
 

@@ -203,7 +203,7 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
         if scale != 1.0 or vertical != 1.0:
             heights = heights * (scale / vertical)
             cell *= scale
-        if preset.ridges is not None:  # [ridges]: DLA mountains first (issue 15)
+        if preset.ridges is not None:  # [ridges]: DLA mountains first, then erosion
             from .dla import add_ridges
             heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
         return Terrain.from_heights(heights, cell), 0, vertical / scale

@@ -57,7 +57,7 @@ class Field:
         return self.unit == "cell"
 
 
-#: Arrays of the terrain model itself (ALGORITHMS.md §1), shared by every process.
+#: Arrays of the terrain model itself, shared by every process.
 CORE_FIELDS: tuple[Field, ...] = (
     Field("bedrock", "length", "solid ground height", exact="te_bedrock"),
     Field("sediment", "depth", "loose material on the bedrock", lo=0.0,

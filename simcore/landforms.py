@@ -2,7 +2,7 @@
 
 Heights are in cell units (world height / cell size), so the slope of a cell is
 ``atan(|grad h|)`` with the gradient taken per cell (central differences inside the
-grid, one-sided at its edges). These are the figures issue 11 asks for, and what
+grid, one-sided at its edges). These are the figures the landform
 tests and benchmarks check.
 """
 

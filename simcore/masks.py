@@ -1,4 +1,4 @@
-"""Painted masks that steer the simulation (issue 14 item 3): helpers that turn what an
+"""Painted masks that steer the simulation: helpers that turn what an
 artist paints or selects into the terrain's input maps (``rain``, ``erodibility``,
 ``protect``, ``tree_seeding``; the ``input`` fields of :mod:`simcore.fields`).
 

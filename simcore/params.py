@@ -20,21 +20,32 @@ class ParameterError(UserError):
 
 def param(default: Any, lo: float | None = None, hi: float | None = None,
           unit: str = "", doc: str = "", soft_hi: float | None = None,
-          legacy: bool = False) -> Any:
+          legacy: bool = False, replaces: str | None = None) -> Any:
     """A dataclass field with its allowed range ``[lo, hi]`` (inclusive), unit and doc.
 
     ``soft_hi`` is the upper end a UI slider should offer; ``hi`` is the hard limit.
-    ``legacy``: kept so that older presets and files load (validated like any other);
-    a UI shows it only where it is not at its default, i.e. where an old file set it.
+
+    ``legacy``: an old key, kept so that older presets, saved settings and ``--set``
+    load (validated like any other) and hidden everywhere else: a UI shows it only where
+    it is not at its default (where an old file set it), and neither an error's list of
+    allowed keys nor a saved preset names it at its default. ``replaces``: the field a
+    legacy value stands in for when set (see :meth:`Params.legacy_override`); implies
+    ``legacy``. The one rule for every legacy key: set = not at its default.
     """
     meta = {"lo": lo, "hi": hi, "unit": unit, "doc": doc, "soft_hi": soft_hi,
-            "legacy": legacy}
+            "legacy": legacy or replaces is not None, "replaces": replaces}
     return dataclasses.field(default=default, metadata=meta)
 
 
 def is_legacy(f: dataclasses.Field) -> bool:
     """Whether ``f`` is a legacy parameter (see :func:`param`)."""
     return bool(f.metadata.get("legacy"))
+
+
+def hidden(f: dataclasses.Field, value: Any) -> bool:
+    """Whether field ``f`` holding ``value`` stays out of sight (UI, help, saved
+    presets): a legacy parameter at its default."""
+    return is_legacy(f) and value == f.default
 
 
 def describe_range(f: dataclasses.Field) -> str:
@@ -97,8 +108,9 @@ class Params:
         values = {}
         for key, value in data.items():
             if key not in fields:
+                shown = [n for n, f in fields.items() if not is_legacy(f)]
                 raise ParameterError(
-                    f"{where}: unknown key '{key}'; allowed keys: {', '.join(fields)}")
+                    f"{where}: unknown key '{key}'; allowed keys: {', '.join(shown)}")
             values[key] = check_value(fields[key], value, where)
         return cls(**values)
 
@@ -107,3 +119,11 @@ class Params:
 
     def replace(self, **changes: Any):
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+    def legacy_override(self, name: str) -> Any:
+        """The value of the legacy field that replaces field ``name`` when an old file
+        set it (it is not at its default), else None: the one place the rule lives."""
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            if f.metadata.get("replaces") == name and getattr(self, f.name) != f.default:
+                return getattr(self, f.name)
+        return None

@@ -1,4 +1,4 @@
-"""Realism report (issue 24): the landform figures a geomorphologist would check,
+"""Realism report: the landform figures a geomorphologist would check,
 computed from the arrays of a state: slopes, closed basins, lakes and their spill
 levels, the channels' slope-area exponent, relief; before and after a run.
 

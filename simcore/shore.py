@@ -1,5 +1,5 @@
 """Distance and direction to the shore, for shading waves that roll toward every coast
-(seed 003, appendix).
+(the snowball article's appendix, docs/references.md).
 
 The *waterline* is the set of dry cells with a water cell among their 4 neighbours.
 :func:`shore_field` gives, for every cell, the exact Euclidean distance (world units,

@@ -1,4 +1,4 @@
-"""The terrain model shared by every process (ALGORITHMS.md §1).
+"""The terrain model shared by every process (sources: docs/references.md).
 
 All arrays are ``(rows, cols)`` float64, row-major; row index = y, column index = x.
 Heights are in **cell units** (world height / cell spacing), so slopes are real slopes

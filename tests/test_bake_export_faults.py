@@ -436,7 +436,7 @@ def test_export_names_stay_in_the_chosen_folder(exported, name):
         bpy.ops.terrain.export_maps(directory=str(out), basename=name)
 
 
-# ------------------------------------------------------------------ round two (issue 28)
+# ------------------------------------------------- hostile folders, names and files
 
 
 def _rewrite(path: Path, change) -> None:
@@ -561,7 +561,7 @@ def test_frames_that_repeat_the_previous_one_are_noted(blender, tmp_path, capfd)
 
 
 # ------------------------------------------------------------------ import and export: the
-# cases of addon/export.py (issue 28, round two)
+# cases of addon/export.py
 
 def _objects_and_meshes() -> tuple[list[str], list[str]]:
     return sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes)

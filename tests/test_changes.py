@@ -1,4 +1,4 @@
-"""Change per process (issue 24): a run records how much each process raised or
+"""Change per process: a run records how much each process raised or
 lowered every cell (Terrain.changes, ``change_<process>`` in .npz states, world units),
 and the changes add up to the whole change of the ground."""
 

@@ -1,5 +1,5 @@
-"""The contract every terrain process keeps (issue 10 item 4), and the one mass
-primitive, ``kernels.transfer``, it moves material with (item 3).
+"""The contract every terrain process keeps, and the one mass primitive,
+``kernels.transfer``, it moves material with.
 
 Every process in ``simulation.PROCESSES`` is run with its default parameters and with
 the parameters of a shipped preset (the one that enables it, else the one whose table

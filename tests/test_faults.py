@@ -251,7 +251,7 @@ def test_cli_refuses_a_grid_that_does_not_fit_in_memory(tmp_path, monkeypatch, c
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
 
 
-# -- issue 28, round two: long names, FIFOs, damaged and foreign states ------------------
+# -- long names, FIFOs, damaged and foreign states -------------------------------------
 
 LONG = "n" * 300  # longer than any file system's name limit (255 bytes)
 

@@ -446,6 +446,7 @@ def lake_labels(wet):
     return labels
 
 
+@pytest.mark.slow
 def test_rivers_and_lakes_fills_lakes_on_generated_uplands():
     """256² of 30 m cells, 920 m of relief (``simcore generate``'s uplands)."""
     t = upland()
@@ -472,6 +473,7 @@ def test_rivers_and_lakes_with_the_articles_rain_on_a_cell_unit_terrain():
     check_lakes(t, before)
 
 
+@pytest.mark.slow
 def test_default_preset_leaves_a_lake_on_generated_uplands():
     t = upland()
     before = run_preset(t, "default", 40_000)
@@ -494,6 +496,7 @@ def test_rain_volume_is_booked_in_cubic_metres_at_any_cell_size():
     assert levels[0] == pytest.approx(levels[1], rel=0.1)
 
 
+@pytest.mark.slow
 def test_same_world_at_two_resolutions_gets_the_same_lakes():
     """A 7.7 km upland at 128² (60 m cells) and 256² (30 m), the same rain (particle
     count and m³ each): the same lake area, water and places."""

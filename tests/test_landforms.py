@@ -1,4 +1,4 @@
-"""Landforms after every shipped preset (issue 11), measured in world units.
+"""Landforms after every shipped preset, measured in world units.
 
 One generated world, 3.84 km square (``upland_terrain``: relief 0.12 x extent), at two
 resolutions: 256^2 cells of 15 m and its 2x2 block mean, 128^2 cells of 30 m; for the
@@ -66,6 +66,7 @@ def test_the_generated_world_looks_like_uplands():
         assert 300.0 <= np.ptp(heights) <= 1200.0  # metres over 3.84 km
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 @pytest.mark.parametrize("size", [FINE // 2, FINE])
 def test_hillslopes_stay_hillslopes(name, size):
@@ -92,6 +93,7 @@ def small_world(size: int) -> tuple[np.ndarray, float]:
                                                           FINE_CELL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cells", ["30-15m", "15-7.5m"])
 @pytest.mark.parametrize("name", PRESETS)
 def test_the_same_landforms_at_two_resolutions(name, cells):
@@ -125,9 +127,10 @@ def _removed(terrain: Terrain, dh: np.ndarray) -> float:
     return float(np.maximum(-dh, 0).sum())
 
 
+@pytest.mark.slow
 def test_presets_make_different_landforms():
     """Every pair of shipped presets changes the same world differently: height changes
-    correlate at r <= 0.85 (issue 24; the ridge presets raise their own ridges first)."""
+    correlate at r <= 0.85 (the ridge presets raise their own ridges first)."""
     size = FINE // 2
     heights, _ = world(size)
     dh = {n: eroded(n, size)[0].world_height() - heights for n in PRESETS}
@@ -137,6 +140,7 @@ def test_presets_make_different_landforms():
             assert r <= 0.85, f"{a} and {b} change the land alike (r = {r:.2f})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", PRESETS)
 def test_mass_bookkeeping_is_exact(name):
     terrain, total0 = eroded(name, FINE // 2)

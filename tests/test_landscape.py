@@ -113,6 +113,7 @@ def test_drained_land_has_lakes_only_at_their_spill_levels():
     assert np.all(np.isclose((height + t.pool)[water], reference_fill(height)[water]))
 
 
+@pytest.mark.slow
 def test_the_same_world_at_two_resolutions_evolves_alike():
     """256² at 30 m and 512² at 15 m, one world, the process's defaults: the height
     changes agree after block-averaging (r >= 0.9) and the relief within 5%."""

@@ -422,7 +422,7 @@ def test_a_run_names_what_its_grid_cannot_show(blender):
     assert te.job.ErosionJob(obj).advice == []
 
 
-# -- large grids: a tick writes a bounded slice of a frame (issue 26) ------------------
+# -- large grids: a tick writes a bounded slice of a frame -----------------------------
 def _live_ticks(job, rt, until, limit_s=300.0, sleep=0.002):
     """Tick like the modal operator until ``until()``; per tick that wrote: (values
     written, item kinds, seconds); and the progress fraction after every tick."""

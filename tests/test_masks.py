@@ -1,4 +1,4 @@
-"""Painted masks inside the simulation (issue 14 item 3): protect, selection falloff,
+"""Painted masks inside the simulation: protect, selection falloff,
 rain, erodibility and tree seeding, as behaviour and invariants (no bpy)."""
 
 from __future__ import annotations

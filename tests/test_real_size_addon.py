@@ -1,4 +1,4 @@
-"""Real-world size of a terrain object (issue 29) in real Blender (bpy module): the same
+"""Real-world size of a terrain object in real Blender (bpy module): the same
 heightmap as a 2 m or a 50 km object with the same Real Size gives the same landforms;
 with no Real Size set every shipped preset keeps the relief of grids 1 m to 100 km
 across and builds no towers; old files and presets load; bad values are refused."""

@@ -1,4 +1,4 @@
-"""Realism report in Blender (issue 24): the Report button measures the active grid
+"""Realism report in Blender: the Report button measures the active grid
 with simcore's figures in world units (its real size), before its first run and now,
 and the panel shows them until the mesh or its rounds change."""
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import InputFileError, describe_os_error
 from ..fileio import atomic_write, check_input
-from ..params import ParameterError, Params, describe_range
+from ..params import ParameterError, Params, describe_range, hidden
 from ..simulation import PROCESSES, process_params
 
 #: Folder of the presets shipped with the project (next to simcore in the repo,
@@ -74,7 +74,7 @@ class Preset:
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
     #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
-    #: input heightmap before the erosion runs (issue 15)
+    #: input heightmap before the erosion runs
     ridges: Params | None = None
     #: optional real size (REAL_SIZE_KEY): metres across, 0 = automatic, None = not set
     real_size: float | None = None
@@ -290,6 +290,8 @@ def dump_preset(preset: Preset) -> str:
             continue
         lines += ["", f"[{name}]", f"enabled = {_toml_value(bool(preset.enabled.get(name)))}"]
         for f in dataclasses.fields(preset.params[name]):  # type: ignore[arg-type]
+            if hidden(f, getattr(preset.params[name], f.name)):
+                continue  # an old key at its default: not written
             lines.append(f"{f.name} = {_toml_value(getattr(preset.params[name], f.name))}"
                          f"  # {f.metadata['doc']}; {describe_range(f)}")
     return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Droplet hydraulic erosion (ALGORITHMS.md §2, seed 001 "Water erosion on heightmap terrain").
+"""Droplet hydraulic erosion (docs/references.md: the droplets article).
 
 Deterministic on any number of threads: the grid is cut into horizontal strips of
 ``STRIP_ROWS`` rows. A droplet belongs to the strip its cell is in and may wander
@@ -22,7 +22,7 @@ at most 0.99 x its height drop times the brush area (the article: times one cell
 which made the dug volume per metre shrink with the cell size), and a droplet that
 fills a pit keeps its speed (the article stops it, and finer grids resolve more small
 pits, so droplets there carried less). Otherwise, at a cell size of 1 every number is
-what the seed article uses.
+what the article uses.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Kernel(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class DropletParams(Params):
-    """Droplet erosion parameters (seed 001 defaults, per world unit: the same as the
+    """Droplet erosion parameters (the article's defaults, per world unit: the same as the
     article's per-step values at a cell size of 1)."""
 
     Kq: float = param(10.0, 0.0, 1e9, "world^3", "sediment capacity factor (world volume "
@@ -470,5 +470,5 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
 
 PROCESS = Process(
     "droplets", DropletParams, run_batch, "Droplet erosion",
-    "rain droplets carve channels (seed 001)", order=10, stream=STREAM_ID,
+    "rain droplets carve channels (after the Arcane Worlds article)", order=10, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain"), enabled_by_default=True)

@@ -1,5 +1,5 @@
-"""Hydrology: streams and pools (ALGORITHMS.md §4, seeds 002/004, N. McDonald's
-"procedural hydrology: dynamic rivers and lakes").
+"""Hydrology: streams and pools (docs/references.md: the hydrology article, N. McDonald's
+"Procedural Hydrology: Dynamic Lake and River Simulation").
 
 Water particles alternate between two algorithms:
 
@@ -166,7 +166,7 @@ class HydrologyParams(Params):
                                  "legacy (files from before world units): when > 0, a "
                                  "particle holds 1/volume_factor cell³ and rain_volume is "
                                  "ignored; 0 = use rain_volume", soft_hi=1000.0,
-                                 legacy=True)
+                                 replaces="rain_volume")
     drainage: float = param(0.001, 0.0, 1.0, "-",
                             "how fast a draining pool sinks toward its drain, per particle")
     spill: int = param(20, 1, 100, "times", "descend-flood cycles a particle may do (the "
@@ -190,21 +190,24 @@ class HydrologyParams(Params):
                               "cell size)", soft_hi=10000.0)
     sea_level: float = param(0.0, -1e6, 1e6, "cell units",
                              "legacy: sea surface height in cell units (world height / "
-                             "cell size); when not 0 it replaces sea_height", legacy=True)
+                             "cell size); when not 0 it replaces sea_height",
+                             replaces="sea_height")
     batch: int = param(250, 1, 1_000_000, "particles",
                        "particles per batch; the stream map is updated after each",
                        soft_hi=10000)
 
     def water(self, cell_size: float) -> float:
         """Water of one new particle in cell³ (m³ / cell_size³)."""
-        if self.volume_factor > 0.0:
-            return 1.0 / self.volume_factor
+        legacy = self.legacy_override("rain_volume")  # volume_factor: 1/it cell³
+        if legacy is not None:
+            return 1.0 / legacy
         return self.rain_volume / float(cell_size) ** 3
 
     def sea_cells(self, cell_size: float) -> float:
         """The sea surface in cell units: ``sea_level`` (legacy, cell units) when not 0,
         else ``sea_height`` (world units) / ``cell_size``."""
-        return float(self.sea_level) if self.sea_level != 0.0 else \
+        legacy = self.legacy_override("sea_height")  # sea_level, in cell units
+        return float(legacy) if legacy is not None else \
             float(self.sea_height) / float(cell_size)
 
     def kernel(self, cell_size: float) -> Kernel:
@@ -852,7 +855,8 @@ def _component_sizes(wet, stack):
 
 PROCESS = Process(
     "hydrology", HydrologyParams, run_batch, "Rivers and lakes",
-    "water particles cut streams and fill pools (seed 002)", order=40, stream=STREAM_ID,
+    "water particles cut streams and fill pools (N. McDonald's article)", order=40,
+    stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "stream", "pool", "vegetation"),
     writes=("bedrock", "sediment", "eroded", "deposited", "stream", "pool"),
     fields=(Field("stream", "fraction", "time-averaged presence of flowing water", lo=0.0,

@@ -1,4 +1,4 @@
-"""Snowball erosion (ALGORITHMS.md §3, seed 003 "Simulating hydraulic erosion").
+"""Snowball erosion (docs/references.md: the snowball article, "Simulating hydraulic erosion").
 
 A cheap preview mode: each snowball reads the surface normal at a small random offset,
 rolls with friction, erodes on steep ground and deposits on flat ground at its
@@ -239,5 +239,5 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
 
 PROCESS = Process(
     "snowball", SnowballParams, run_batch, "Snowball erosion",
-    "fast preview erosion with blur (seed 003)", order=20, stream=STREAM_ID,
+    "fast preview erosion with blur (J. Talle's article)", order=20, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain"))

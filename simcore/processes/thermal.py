@@ -1,4 +1,4 @@
-"""Thermal erosion and hillslopes (ALGORITHMS.md §7, docs/hillslopes.md).
+"""Thermal erosion and hillslopes (docs/hillslopes.md, docs/references.md).
 
 Seed 000 suggests "an abrasive force making sediment, which then cascades". We extend
 that with the threshold-hillslope model of geomorphology, so that bedrock too gives

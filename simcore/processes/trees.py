@@ -1,4 +1,4 @@
-"""Trees (ALGORITHMS.md §5, same article as hydrology, seeds 002/004).
+"""Trees (docs/references.md: the hydrology article).
 
 Each growth cycle: a few random cells are tried for a new tree; every tree grows
 (``size += growth_rate * (max_size - size)``, from ``start_size``), may seed a neighbour
@@ -73,7 +73,7 @@ class TreeParams(Params):
                                    soft_hi=2000.0)
     spread_radius: int = param(0, 0, 64, "cells",
                                "legacy, in cells: when above 0 it replaces spread_distance",
-                               legacy=True)
+                               replaces="spread_distance")
     death_chance: float = param(0.001, 0.0, 1.0, "1/cycle", "random death chance per cycle")
     max_stream: float = param(0.2, 0.0, 1.0, "-",
                               "no tree takes root, and trees die, above this stream value")
@@ -89,7 +89,7 @@ class TreeParams(Params):
                                  soft_hi=1000.0)
     root_radius: float = param(0.0, 0.0, 16.0, "cells",
                                "legacy, in cells: when above 0 it replaces root_distance",
-                               legacy=True)
+                               replaces="root_distance")
     tree_height: float = param(20.0, 0.01, 150.0, "m",
                                "height of a full-grown tree (size 1) in world units: trees "
                                "are drawn size x tree_height tall at any cell size",
@@ -100,14 +100,16 @@ class TreeParams(Params):
 
     def spread_cells(self, cell_size: float = 1.0) -> int:
         """How far a seedling lands, in cells (1 .. MAX_SPREAD_CELLS)."""
-        if self.spread_radius > 0:
-            return int(self.spread_radius)
+        legacy = self.legacy_override("spread_distance")  # spread_radius, in cells
+        if legacy is not None:
+            return int(legacy)
         return int(min(max(round(self.spread_distance / cell_size), 1), MAX_SPREAD_CELLS))
 
     def root_cells(self, cell_size: float = 1.0) -> float:
         """Root radius in cells (0.5 .. MAX_ROOT_CELLS)."""
-        if self.root_radius > 0:
-            return float(max(self.root_radius, 0.5))
+        legacy = self.legacy_override("root_distance")  # root_radius, in cells
+        if legacy is not None:
+            return float(max(legacy, 0.5))
         return float(min(max(self.root_distance / cell_size, 0.5), MAX_ROOT_CELLS))
 
     def kernel(self, cell_size: float = 1.0) -> TreeKernel:
@@ -282,7 +284,8 @@ def per_rain(params: TreeParams, share: float) -> TreeParams:
 
 PROCESS = Process(
     "trees", TreeParams, run_batch, "Trees",
-    "trees spread where it is dry and gentle; roots hold the soil (seed 002)", order=60,
+    "trees spread where it is dry and gentle; roots hold the soil (N. McDonald's article)",
+    order=60,
     stream=STREAM_ID, reads=("bedrock", "sediment", "stream", "pool", "tree_seeding",
                              "vegetation"),
     writes=("vegetation", "trees"),

@@ -1,7 +1,7 @@
 """Wind-blown sand: particles that saturate, shadow and avalanche into dunes.
 
-Follows the idea of the seed author's 2023 rewrite (github weigert/SimpleWindErosion,
-seed 000 / ALGORITHMS.md §6): a wind particle carries sand towards a *capacity* set by
+Follows the idea of the wind article author's 2023 rewrite (github weigert/SimpleWindErosion,
+docs/references.md): a wind particle carries sand towards a *capacity* set by
 how exposed it is, exchanging with the ground at a finite rate, and flow that has
 separated at a crest carries less. Written in world units, so the same world at two
 resolutions makes the same dunes. Each particle walks along the wind one cell
@@ -549,7 +549,7 @@ def advice(params: WindParams, cell_size: float) -> str | None:
 
 PROCESS = Process(
     "wind", WindParams, run_batch, "Wind erosion",
-    "wind particles move sand into dunes, abrade rock (seed 000)", order=30,
+    "wind particles move sand into dunes, abrade rock (N. McDonald's article)", order=30,
     stream=STREAM_ID, reads=("bedrock", "sediment", "erodibility", "wind"),
     writes=("bedrock", "sediment", "eroded", "deposited", "wind"),
     fields=(Field("wind", "fraction", "time-averaged wind-surface contact", lo=0.0, hi=1.0,
