@@ -1,0 +1,117 @@
+"""Tiled worlds on dask.distributed (issue 25): wall time and peak memory per worker.
+
+A generated upland world of SIZE x SIZE 30 m cells, eroded with the default preset
+
+- ``tiled``: ``python -m simcore tile`` on a local cluster of 2 worker processes
+  (TxT tiles), wall time of the whole command and the peak resident memory of each
+  worker (``ru_maxrss``, read on the workers after the run);
+- ``untiled``: ``python -m simcore erode`` on the same world in one process (its peak
+  resident memory), where it fits.
+
+Run: ``python -m benchmarks.bench_tiles --size 1024 --tiles 2`` (``build.py bench`` runs
+it at 256, 2x2, with --quick at 128). Wall times on a shared machine are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CELL = 30.0
+
+TILED_CHILD = r"""
+import json, resource, sys, time
+from simcore import tiles
+from simcore.cluster import client
+from simcore.formats.presets import find_preset
+from simcore.formats.states import load_heights
+from simcore.terrain import Terrain
+
+def main():
+    src, store = sys.argv[1], sys.argv[2]
+    n, workers, particles = (int(a) for a in sys.argv[3:6])
+    preset = find_preset("default")
+    if particles:
+        preset = preset.with_overrides({"particles": particles})
+    terrain = Terrain.from_heights(load_heights(src), 30.0)
+    t0 = time.perf_counter()
+    with client(workers, threads=1, quiet=True) as c:
+        info = tiles.run_world(terrain, preset, store, c, (n, n), quiet=True)
+        peaks = c.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    wall = time.perf_counter() - t0
+    print(json.dumps({"wall": wall, "stages": info["seconds"], "rounds": info["rounds"],
+                      "worker_peak": sorted(peaks.values()),
+                      "client_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _world(size: int, folder: Path) -> Path:
+    out = folder / f"world{size}.npy"
+    subprocess.run([sys.executable, "-m", "simcore", "generate", "--size", str(size),
+                    "--seed", "3", "--output", str(out)], cwd=ROOT, check=True,
+                   capture_output=True)
+    return out
+
+
+def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
+            particles: int = 0) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="te-bench-tiles-") as tmp:
+        folder = Path(tmp)
+        src = _world(size, folder)
+        done = subprocess.run([sys.executable, "-c", TILED_CHILD, str(src),
+                               str(folder / "w.zarr"), str(n), str(workers), str(particles)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append({"name": f"tiled {size}^2 {n}x{n} on {workers} workers",
+                     "seconds": round(r["wall"], 1), "rounds": r["rounds"],
+                     **{f"{k}_s": round(v, 1) for k, v in r["stages"].items()},
+                     "peak_MB_per_worker": [round(p / 2**20) for p in r["worker_peak"]],
+                     "client_peak_MB": round(r["client_peak"] / 2**20)})
+        if untiled:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            t0 = time.perf_counter()
+            cmd = [sys.executable, "-m", "simcore", "erode", "--input", str(src),
+                   "--cell-size", str(CELL), "--output", str(folder / "e.npz"), "--quiet"]
+            if particles:
+                cmd += ["--particles", str(particles)]
+            subprocess.run(cmd, cwd=ROOT, env=env, check=True)
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            rows.append({"name": f"untiled {size}^2 (erode, one process)",
+                         "seconds": round(time.perf_counter() - t0, 1),
+                         "peak_MB": round(max(peak, before) * 1024 / 2**20)})
+    return rows
+
+
+def run(quick: bool) -> list[dict]:
+    return measure(128 if quick else 256, 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--tiles", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--particles", type=int, default=0, help="override (0: the preset's)")
+    ap.add_argument("--no-untiled", action="store_true")
+    args = ap.parse_args(argv)
+    for row in measure(args.size, args.tiles, args.workers, not args.no_untiled,
+                       args.particles):
+        print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""Tiled worlds on dask.distributed (issue 25): seamless tiles, world-keyed particles,
+re-runs after a lost worker that change nothing, the Zarr store read tile by tile."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pytest.importorskip("zarr")
+
+from simcore import tiles  # noqa: E402
+from simcore.formats.presets import find_preset  # noqa: E402
+from simcore.terrain import Terrain  # noqa: E402
+
+CELL = 30.0
+SIZE = 256
+#: the default preset with a tenth of its rain on this world (8 rounds): enough to carve
+PRESET = {"particles": 20_000}
+
+
+def preset():
+    return find_preset("default").with_overrides(PRESET)
+
+
+@pytest.fixture(scope="module")
+def world():
+    """256x256 drained uplands of 30 m cells (world units)."""
+    from simcore.processes.landscape import drained_uplands
+    return drained_uplands(SIZE, seed=3, cell_size=CELL)
+
+
+@pytest.fixture(scope="module")
+def client():
+    from simcore.cluster import client as make_client
+    with make_client(workers=2, threads=1, quiet=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def runs(world, client, tmp_path_factory):
+    """The default preset on the world untiled (one tile: the same particles, no cut)
+    and in 2x2 tiles."""
+    out = {}
+    base = tmp_path_factory.mktemp("tiles")
+    for n in (1, 2):
+        store = base / f"w{n}.zarr"
+        tiles.run_world(Terrain.from_heights(world, CELL), preset(), store, client,
+                        (n, n), quiet=True)
+        out[n] = store
+    return out
+
+
+def test_blend_weights_add_up_to_one():
+    plan = tiles.make_plan((100, 90), (3, 2), 12)
+    for axis in (0, 1):
+        x = np.arange(plan.shape[axis], dtype=float)
+        total = sum(tiles.axis_weight(x, core, plan.shape[axis], plan.margin)
+                    for core in plan.cores(axis))
+        np.testing.assert_allclose(total, 1.0, atol=1e-12)
+        for (a, b), (ea, eb) in zip(plan.cores(axis), plan.extents(axis)):
+            w = tiles.axis_weight(x, (a, b), plan.shape[axis], plan.margin)
+            assert not w[:ea].any() and not w[eb:].any()  # never beyond its extent
+
+
+def test_a_particle_in_an_overlap_starts_at_the_same_world_point_in_both_tiles():
+    from simcore.kernels import start_position, stream_state
+    rng = np.random.default_rng(1)
+    rain = rng.uniform(0.5, 2.0, (200, 200))  # uneven rain: a weighted start
+    block = (2, 3)  # world squares 64..95 x 96..127
+    sr, sc = (64, 96), (96, 128)
+    starts = []
+    for r0, c0 in ((0, 0), (40, 20)):  # two tiles whose extents hold the block
+        w = tiles.square_weights(rain[r0:r0 + 150, c0:c0 + 140])
+        cdf = tiles.block_cdf(w, (sr[0] - r0, sr[1] - r0), (sc[0] - c0, sc[1] - c0))
+        seed = tiles.block_seed(7, *block)
+        pts = []
+        for k in range(50):
+            st = stream_state(np.uint64(seed), np.uint64(1), np.uint64(k))
+            _, x, y = start_position(np.uint64(st), cdf, 150, 140)
+            pts.append((y + r0, x + c0))
+        starts.append(np.array(pts))
+    # the same square and the same offsets in it (the sums with the tile's origin round
+    # differently in the last bit)
+    np.testing.assert_array_equal(np.floor(starts[0]), np.floor(starts[1]))
+    np.testing.assert_allclose(starts[0], starts[1], rtol=0, atol=1e-12)
+    assert (starts[0][:, 0] >= 64).all() and (starts[0][:, 0] < 96).all()
+    assert (starts[0][:, 1] >= 96).all() and (starts[0][:, 1] < 128).all()
+
+
+def _steps(h):
+    return np.abs(np.diff(h, axis=1)), np.abs(np.diff(h, axis=0))
+
+
+def test_tiled_matches_untiled_and_shows_no_seam(world, runs):
+    untiled, _ = tiles.load_world(runs[1])
+    tiled, attrs = tiles.load_world(runs[2])
+    start = world / CELL
+    dh1, dh2 = untiled.height() - start, tiled.height() - start
+    assert np.abs(dh2).mean() > 0.05  # it eroded
+    r = np.corrcoef(dh1.ravel(), dh2.ravel())[0, 1]
+    assert r >= 0.98, r
+    h = tiled.height() * CELL
+    dx, dy = _steps(h)
+    plan = tiles.Plan(tuple(attrs["shape"]), (2, 2), tuple(attrs["core"]), 0)
+    cols = [b - 1 for _, b in plan.cores(1)[:-1]]  # steps from the last column of a core
+    rows = [b - 1 for _, b in plan.cores(0)[:-1]]
+    inside = np.concatenate([np.delete(dx, cols, axis=1).ravel(),
+                             np.delete(dy, rows, axis=0).ravel()])
+    p99 = np.percentile(inside, 99)
+    for steps, k in [(dx, c) for c in cols] + [(dy.T, r_) for r_ in rows]:
+        across = steps[:, k]  # the height steps across this tile border
+        # typical steps there are no larger than the interior's 99th percentile ...
+        assert np.percentile(across, 95) <= p99, (k, np.percentile(across, 95), p99)
+        assert across.max() <= inside.max()
+        # ... and no larger than on the lines beside the border: no ridge, no ditch
+        beside = np.concatenate([steps[:, k - 6:k - 1], steps[:, k + 2:k + 7]], axis=1)
+        assert across.mean() <= 1.25 * beside.mean(), (k, across.mean(), beside.mean())
+    assert np.isfinite(h).all()
+
+
+def test_the_store_reads_tile_by_tile(runs, tmp_path):
+    import zarr
+    root = zarr.open_group(str(runs[2]), mode="r")
+    assert root["height"].chunks == (128, 128)
+    assert root.attrs["tiles"] == [2, 2] and "work" not in root
+    whole = root["height"][...]
+    np.testing.assert_array_equal(root["height"][128:256, 0:128], whole[128:, :128])
+    files = tiles.write_heightmap_tiles(runs[2], tmp_path / "ht", "npy")
+    assert len(files) == 4
+    np.testing.assert_array_equal(np.load(tmp_path / "ht" / "tile_r1_c0.npy"),
+                                  whole[128:, :128])
+    png = tiles.write_heightmap_tiles(runs[2], tmp_path / "png", "png")
+    assert png[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tmp_path):
+    pids = client.run(os.getpid)
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + 120
+        while not killed and time.monotonic() < deadline:
+            for addr, keys in client.processing().items():
+                if any("tile_and_blend" in str(k) for k in keys) and addr in pids:
+                    time.sleep(1.0)  # well into the tile
+                    os.kill(pids[addr], signal.SIGKILL)
+                    killed.append(addr)
+                    break
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    store = tmp_path / "again.zarr"
+    tiles.run_world(Terrain.from_heights(world, CELL), preset(), store, client, (2, 2),
+                    quiet=True)
+    thread.join()
+    assert killed, "no worker was killed mid-run"
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it
+    a, _ = tiles.load_world(runs[2])
+    b, _ = tiles.load_world(store)
+    for name, arr in a.arrays().items():
+        np.testing.assert_array_equal(arr, getattr(b, name), err_msg=name)
+    np.testing.assert_array_equal(a.trees, b.trees)
