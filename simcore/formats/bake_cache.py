@@ -36,7 +36,7 @@ import io
 import json
 import re
 import zipfile
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -109,6 +109,7 @@ def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path,
         raise bad("it has no heights 'z'")
     out = {}
     trees = None
+    width: int | None
     for name, values in arrays.items():
         kind, sep, attr_name = name.partition("__")
         if sep:
@@ -142,7 +143,7 @@ def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path,
 
 def manifest(object_name: str, vertices: int, frame_start: int, frame_end: int,
              per_frame: int, per_round: int, seed: int, size: int, compressed: bool,
-             repeats: list[int] = ()) -> dict:
+             repeats: Sequence[int] = ()) -> dict:
     """The manifest of a bake of frames ``frame_start..frame_end`` (``size``: the bytes
     of all frames; ``repeats``: the frames that show the one before)."""
     data = {"schema": CACHE_SCHEMA, "format": CACHE_FORMAT, "generator": GENERATOR,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def write(path: Path, threshold: float, rivers: list[dict]) -> Path:
     return atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
-def _number(value) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 

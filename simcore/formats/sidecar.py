@@ -111,6 +111,8 @@ def build(facts: Facts, *, addon_version: str, simcore_version: str, object_name
     """The sidecar of an export: ``facts`` (every field given), the maps' entries, the
     multi-layer EXR (file, channels, row order) if one is written, the run's settings
     and the attributes skipped."""
+    if facts.height_min is None or facts.height_max is None:
+        raise ValueError("an export's sidecar needs its height range")
     sidecar = {
         "schema": SCHEMA,
         "generator": GENERATOR,
