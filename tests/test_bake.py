@@ -53,6 +53,8 @@ def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path, compress)
     folder = tmp_path / "terrain_cache" / "Dunes"
     assert sorted(p.name for p in folder.iterdir()) == [
         "cache.json", *(f"frame_{f:06d}.npz" for f in range(1, 6))]
+    assert te.simcore.formats.bake_cache.read_manifest(folder / "cache.json") == manifest, \
+        "the format's reader takes the manifest the bake writes"
     assert states[1] != {} and not same_state(states[1], states[5])
     scene = bpy.context.scene
     frames = [1, 2, 3, 4, 5, 3, 1, 5, 2]

@@ -66,6 +66,12 @@ def test_sidecar_parses_and_matches(eroded, tmp_path):
         obj.terrain_erosion.droplets.to_params().to_dict()
     assert side["enabled"]["droplets"] is True
     assert side["addon_version"] and side["simcore_version"]
+    sidecar = te.simcore.formats.sidecar  # the reader an import uses: the same facts
+    facts = sidecar.read_facts(sidecar.read(tmp_path / "hills_height.exr"),
+                               tmp_path / "hills_height.exr", (g.rows, g.cols), True,
+                               False, te.scale.EXAGGERATION_RANGE)
+    assert (facts.cell_size_x, facts.height_min, facts.height_max) == (
+        side["cell_size_x"], side["height_min"], side["height_max"])
     for name, entry in side["maps"].items():
         for fname in entry["files"].values():
             assert (tmp_path / fname).is_file(), name
@@ -117,6 +123,9 @@ def test_rivers_and_lakes_exported_with_the_maps(blender, tmp_path):
     te.export.export_maps(obj, tmp_path, "wet", ("EXR",))
     rivers = json.loads((tmp_path / "wet_rivers.json").read_text())["rivers"]
     assert len(rivers) == 1 and len(rivers[0]["points"]) == g.rows
+    formats = te.simcore.formats
+    assert formats.rivers.read(tmp_path / "wet_rivers.json") == (0.5, rivers), \
+        "the format's reader takes what the export writes"
     side = json.loads((tmp_path / "wet.json").read_text())
     assert side["maps"]["lakes"]["count"] == 1
     lakes = te.export._load_image(tmp_path / "wet_lakes.png")
