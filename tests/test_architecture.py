@@ -207,7 +207,7 @@ def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
 
 #: operator modules that still catch and report user errors themselves (to move to
 #: addon/boundary.py's reports_user_errors)
-OWN_ERROR_REPORTS = {"bake.py", "export.py", "water_data.py", "engine_tiles.py"}
+OWN_ERROR_REPORTS = {"bake.py", "export.py", "water_data.py"}
 
 
 def test_operators_report_user_errors_through_one_boundary():
