@@ -1,4 +1,4 @@
-"""Diffusion-limited aggregation and DLA ridges (ALGORITHMS.md §8, seed 003 first article).
+"""Diffusion-limited aggregation and DLA ridges (docs/references.md: the DLA article).
 
 **Cluster.** Random walkers on a lattice stick to a growing cluster (Witten & Sander).
 Options from the article: a walk *bias* (left, right, up, down, center, edges, equator,
@@ -51,9 +51,18 @@ STREAM_ID = 7  # RNG stream family of the DLA walkers
 BLOCK = 8  # cells per side of a block of the block-distance map
 BLOCK_REACH = 16  # blocks: how far the block-distance map looks
 NEAR_REACH = 12  # cells: how far the cell-distance map looks
-#: growth gives up after this many lost walkers per wanted particle (plus 200): a left
-#: bias at 0.9 launched on a ring loses 18 per particle and still grows its cluster
+#: growth gives up after this many lost walkers per wanted particle (plus
+#: LOST_IN_A_ROW): a left bias at 0.9 launched on a ring loses 18 per particle and still
+#: grows its cluster
 LOST_PER_PARTICLE = 50
+LOST_IN_A_ROW = 200  # growth gives up after this many lost walkers in a row
+RING_GAP = 5.0  # cells: the launch ring's radius beyond the farthest particle
+#: a ring-launched walker farther than WANDER_FACTOR x ring + WANDER_MARGIN cells from
+#: the centre has wandered off and is put back on the launch ring (classic DLA practice)
+WANDER_FACTOR = 2.0
+WANDER_MARGIN = 20.0
+JUMP_CLEARANCE = 3.0  # cells a jump's disc keeps clear of the cluster
+MIN_JUMP = 2.0  # cells: a walker nearer the cluster takes single lattice steps
 _EMPTY = -1
 
 
@@ -203,18 +212,42 @@ def _gauss_pair(state):
 
 
 @njit(cache=True)
+def _ring_point(state, centre, rad, rows, cols):
+    """A uniform point of the circle of radius ``rad`` around ``centre`` (row, col),
+    clamped onto the grid. Returns (state, row, col)."""
+    state, u = next_uniform(state)
+    r = int(round(centre[0] + rad * math.sin(2 * math.pi * u)))
+    c = int(round(centre[1] + rad * math.cos(2 * math.pi * u)))
+    return state, min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)
+
+
+@njit(cache=True)
+def _anywhere(state, rows, cols):
+    """A uniform cell of the grid. Returns (state, row, col)."""
+    state, u = next_uniform(state)
+    state, v = next_uniform(state)
+    return state, min(int(u * rows), rows - 1), min(int(v * cols), cols - 1)
+
+
+@njit(cache=True)
 def _launch(state, walk, rows, cols, centre, ring):
     """A new walker's cell: on a ring just outside the cluster (``walk.launch`` 1;
     clamped onto the grid) or anywhere. Returns (state, row, col)."""
     if walk.launch == 1:
-        state, u = next_uniform(state)
-        rad = ring + 5.0
-        r = int(round(centre[0] + rad * math.sin(2 * math.pi * u)))
-        c = int(round(centre[1] + rad * math.cos(2 * math.pi * u)))
-        return state, min(max(r, 0), rows - 1), min(max(c, 0), cols - 1)
-    state, u = next_uniform(state)
-    state, v = next_uniform(state)
-    return state, min(int(u * rows), rows - 1), min(int(v * cols), cols - 1)
+        return _ring_point(state, centre, ring + RING_GAP, rows, cols)
+    return _anywhere(state, rows, cols)
+
+
+@njit(cache=True)
+def _place(state, occ, walk, centre, ring):
+    """A new walker's free starting cell: its launch cell or, when that is on the
+    cluster (a ring outside the grid is clamped onto its edge), one cell anywhere.
+    Returns (state, row, col, placed): not placed when both are taken."""
+    rows, cols = occ.shape
+    state, r, c = _launch(state, walk, rows, cols, centre, ring)
+    if occ[r, c] >= 0:
+        state, r, c = _anywhere(state, rows, cols)
+    return state, r, c, occ[r, c] < 0
 
 
 @njit(cache=True)
@@ -285,78 +318,91 @@ def _jump(state, walk, r, c, rows, cols, reach):
 
 
 @njit(cache=True)
+def _sticks(state, stickiness):
+    """Whether a walker next to the cluster sticks (probability ``stickiness``)."""
+    if stickiness >= 1.0:
+        return state, True
+    state, u = next_uniform(state)
+    return state, u < stickiness
+
+
+@njit(cache=True)
+def _jump_reach(near, bd, r, c):
+    """Radius of the empty disc a walker at (r, c) may jump out of: the cell-distance
+    map, or the block-distance map beyond its reach, less a clearance."""
+    reach = near[r, c] - JUMP_CLEARANCE
+    if near[r, c] >= NEAR_REACH:
+        reach = max(reach, (bd[r // BLOCK, c // BLOCK] - 1) * BLOCK - 1.0)
+    return reach
+
+
+@njit(cache=True)
+def _lattice_step(state, occ, walk, r, c):
+    """One lattice step onto a free cell of the grid (else stay). Returns (state, r, c)."""
+    rows, cols = occ.shape
+    state, dr, dc = _step(state, walk.bias, walk.strength, r, c, rows, cols)
+    rr = r + dr
+    cc = c + dc
+    if 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] < 0:
+        return state, rr, cc
+    return state, r, c
+
+
+@njit(cache=True)
+def _wander(state, occ, px, py, parent, n, r, c, bd, near, walk, centre, ring):
+    """Walk one walker from (r, c) until it sticks as particle ``n`` or has taken
+    ``walk.max_steps`` moves (lost). Returns (state, stuck, ring)."""
+    rows, cols = occ.shape
+    taken = 0
+    while taken < walk.max_steps:
+        taken += 1
+        count = _touching(occ, r, c)
+        if count > 0:
+            state, stick = _sticks(state, walk.stickiness)
+            if stick:
+                state = _attach(state, occ, px, py, parent, n, r, c, count, bd, near)
+                return state, True, max(ring, math.hypot(r - centre[0], c - centre[1]))
+        if (walk.launch == 1 and math.hypot(r - centre[0], c - centre[1])
+                > WANDER_FACTOR * ring + WANDER_MARGIN):
+            state, r, c = _ring_point(state, centre, ring + RING_GAP, rows, cols)
+            continue
+        reach = _jump_reach(near, bd, r, c)
+        if reach >= MIN_JUMP:
+            state, r, c = _jump(state, walk, r, c, rows, cols, reach)
+        else:
+            state, r, c = _lattice_step(state, occ, walk, r, c)
+    return state, False, ring
+
+
+@njit(cache=True)
 def grow(occ, px, py, parent, n, target, bd, near, walk, seed, stream, centre, ring,
          lost_per_particle=LOST_PER_PARTICLE):
     """Add walkers until ``n == target`` particles, or until walkers keep getting lost
-    (200 in a row, or ``lost_per_particle`` per wanted particle in all: e.g. a bias
-    that drives them away from the only starting cells). A lost walker costs
-    ``walk.max_steps`` moves, so this bounds the work.
+    (``LOST_IN_A_ROW`` in a row, or ``lost_per_particle`` per wanted particle in all:
+    e.g. a bias that drives them away from the only starting cells). A lost walker
+    costs ``walk.max_steps`` moves, so this bounds the work.
 
     ``occ`` (rows, cols) int32 holds the particle index per cell (-1 empty); ``px``,
     ``py``, ``parent`` hold column, row and parent index per particle; ``bd`` is the
     block-distance map and ``near`` the cell-distance map (both kept up to date);
     ``centre`` (row, col) and ``ring`` (the largest particle distance from it) serve
     the ring launch. Returns (n, walkers launched, walkers lost, ring)."""
-    rows, cols = occ.shape
     s64 = np.uint64(seed)
     st64 = np.uint64(stream)
     walker = 0
     lost = 0
     lost_in_a_row = 0
-    give_up = lost_per_particle * (target - n) + 200  # walkers lost in all
-    while n < target and lost_in_a_row < 200 and lost < give_up:
+    give_up = lost_per_particle * (target - n) + LOST_IN_A_ROW  # walkers lost in all
+    while n < target and lost_in_a_row < LOST_IN_A_ROW and lost < give_up:
         state = stream_state(s64, st64, np.uint64(walker))
         walker += 1
-        state, r, c = _launch(state, walk, rows, cols, centre, ring)
-        if occ[r, c] >= 0:
-            # on the cluster (a ring outside the grid is clamped onto its edge): try
-            # one cell anywhere, else count the walker as lost
-            state, u = next_uniform(state)
-            state, v = next_uniform(state)
-            r = min(int(u * rows), rows - 1)
-            c = min(int(v * cols), cols - 1)
-            if occ[r, c] >= 0:
-                lost += 1
-                lost_in_a_row += 1
-                continue
+        state, r, c, placed = _place(state, occ, walk, centre, ring)
         stuck = False
-        taken = 0
-        while taken < walk.max_steps:
-            taken += 1
-            count = _touching(occ, r, c)
-            if count > 0:
-                stick = True
-                if walk.stickiness < 1.0:
-                    state, u = next_uniform(state)
-                    stick = u < walk.stickiness
-                if stick:
-                    state = _attach(state, occ, px, py, parent, n, r, c, count, bd, near)
-                    n += 1
-                    ring = max(ring, math.hypot(r - centre[0], c - centre[1]))
-                    stuck = True
-                    break
-            if walk.launch == 1 and math.hypot(r - centre[0], c - centre[1]) > 2.0 * ring + 20.0:
-                # wandered off: back onto the launch ring (classic DLA practice)
-                state, u = next_uniform(state)
-                rad = ring + 5.0
-                r = min(max(int(round(centre[0] + rad * math.sin(2 * math.pi * u))), 0),
-                        rows - 1)
-                c = min(max(int(round(centre[1] + rad * math.cos(2 * math.pi * u))), 0),
-                        cols - 1)
-                continue
-            reach = near[r, c] - 3.0
-            if near[r, c] >= NEAR_REACH:
-                reach = max(reach, (bd[r // BLOCK, c // BLOCK] - 1) * BLOCK - 1.0)
-            if reach >= 2.0:
-                state, r, c = _jump(state, walk, r, c, rows, cols, reach)
-                continue
-            state, dr, dc = _step(state, walk.bias, walk.strength, r, c, rows, cols)
-            rr = r + dr
-            cc = c + dc
-            if 0 <= rr < rows and 0 <= cc < cols and occ[rr, cc] < 0:
-                r = rr
-                c = cc
+        if placed:
+            state, stuck, ring = _wander(state, occ, px, py, parent, n, r, c, bd, near,
+                                         walk, centre, ring)
         if stuck:
+            n += 1
             lost_in_a_row = 0
         else:
             lost += 1
@@ -726,11 +772,12 @@ def ridge_field(cluster: Cluster, scales: int, crest_shape: float = 0.15,
         if min(pyramid[-1].shape) < 6:
             break
         pyramid.append(_reduce(pyramid[-1]))
-    acc = None
+    acc: np.ndarray | None = None
     line = sigma * math.sqrt(2.0 * math.pi)
     for s in range(len(pyramid) - 1, -1, -1):
         band = gaussian_blur(pyramid[s], sigma) * line * (2.0 ** s) ** roughness
         acc = band if acc is None else _expand(acc, band.shape) + band
+    assert acc is not None  # the pyramid has at least the crisp image
     return acc
 
 
@@ -834,5 +881,5 @@ def add_ridges(heights: np.ndarray, cell_size: float, params: RidgeParams,
     heights = np.asarray(heights, np.float64)
     if heights.ndim != 2:
         raise ParameterError(f"heights must be a 2-D grid, got shape {heights.shape}")
-    ridges = ridge_terrain(heights.shape, cell_size, params, start)
+    ridges = ridge_terrain((heights.shape[0], heights.shape[1]), cell_size, params, start)
     return heights + ridges.heights

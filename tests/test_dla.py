@@ -171,6 +171,23 @@ def test_growth_gives_up_after_so_many_lost_walkers_per_particle():
     assert n < 600 and lost == 599 + 200, "stops at 1 lost walker per wanted particle"
 
 
+def test_a_walk_that_loses_walkers_faster_than_it_grows_gives_up():
+    """Walkers drifting left away from a right wall: about 65 are lost per particle,
+    seldom 200 in a row. Growth gives up at 50 lost walkers per wanted particle (plus
+    200) instead of walking on: each lost walker costs the longest walk (20 000 moves
+    here). The old rule, a budget of steps, never stopped it: a biased jump reused the
+    budget's counter for its own step count, and this cluster grew all 20 particles
+    after 1301 lost walkers."""
+    shape = (10, 90)
+    wall = dla.start_mask(shape, "walls", bias="right")
+    c = dla.grow_cluster(shape, int(wall.sum()) + 20, start=wall, bias="left",
+                         bias_strength=0.9, seed=1)
+    grown = c.size - int(wall.sum())
+    assert grown < 20, "growth gave up"
+    assert c.lost == 50 * 20 + 200 == dla.LOST_PER_PARTICLE * 20 + dla.LOST_IN_A_ROW
+    assert_grown_by_sticking(c, int(wall.sum()))
+
+
 def test_start_from_points_walls_and_mask():
     shape = (40, 50)
     pts = dla.start_mask(shape, "points", points=np.array([[5, 5], [30, 40]]))
