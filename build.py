@@ -2,14 +2,16 @@
 """One entry point for the project; standard library only.
 
     python build.py setup    make .venv (Blender 5.0 line) and one venv per other Blender line
-    python build.py test     lint + simcore tests once + every add-on test on every Blender line
+    python build.py test     lint (ruff, mypy) + simcore tests once + every add-on test on every
+                             Blender line; `test --fast`: lint + the 5.0 line without the slow
+                             tests (marker `slow`: the long landform and upland runs)
     python build.py bench    benchmark table, also written to bench-results.json
     python build.py demo     the main job: erode a terrain, write pictures under demo/
     python build.py package  extension zips with the numba/llvmlite wheels, under dist/
 
 `test` and `setup` take ``--lines 4.2,5.0`` to work on some Blender lines only (the
 default is all of them: a missing interpreter is an error, never a silent skip). Other
-arguments of `test` go to pytest.
+arguments of `test` go to pytest. `python build.py test --help` says more.
 """
 
 from __future__ import annotations
@@ -55,9 +57,6 @@ LINES = (
     PRIMARY,
     Line("5.2", ROOT / ".venv-bpy52", ROOT / "requirements-bpy52.txt", "3.13"),
 )
-# kept for tools that import them
-VENV, BIN, PY = PRIMARY.venv, PRIMARY.bin, PRIMARY.py
-
 
 def _say(msg: str) -> None:
     print(f"[build] {msg}", flush=True)
@@ -172,18 +171,53 @@ def _counts(junit: Path) -> dict[str, int]:
     return c
 
 
+TEST_HELP = """usage: python build.py test [--fast] [--lines 4.2,5.0,...] [pytest arguments]
+
+Lint, then pytest, then a matrix of the results per Blender line; fails if anything
+failed anywhere.
+
+  lint          ruff over simcore, addon, tests, benchmarks, build.py and tools, and mypy
+                over simcore (settings in pyproject.toml); a lint failure stops here
+  (default)     the 5.0 line (.venv) runs every test once; every other line runs the
+                add-on tests (-m blender). About ten minutes.
+  --fast        the inner loop: lint + the 5.0 line without the tests marked `slow`
+                (the long landform and upland runs: -m "not slow")
+  --lines A,B   only these Blender lines (without 5.0: no simcore tests)
+
+Other arguments go to pytest, e.g. -k dla, -x. Venvs are made or updated first
+(python build.py setup)."""
+
+
+def lint() -> int:
+    """ruff over the sources and mypy over simcore, in the 5.0 line; 0 if both pass."""
+    _say("ruff check")
+    if _run([PRIMARY.bin / "ruff", "check", "simcore", "addon", "tests", "benchmarks",
+             "build.py", "tools"]) != 0:
+        return 1
+    _say("mypy (simcore)")
+    return 1 if _run([PRIMARY.bin / "mypy"]) != 0 else 0
+
+
 def test(argv: list[str]) -> int:
     """Lint (always) and the simcore tests once, in the 5.0 line; the add-on tests
     (marker ``blender``) on every other line. Prints a matrix; fails if anything failed
-    anywhere. ``--lines`` without 5.0 skips the simcore tests."""
+    anywhere. ``--lines`` without 5.0 skips the simcore tests; ``--fast`` runs the 5.0
+    line only, without the tests marked ``slow``."""
+    if "-h" in argv or "--help" in argv:
+        print(TEST_HELP)
+        return 0
+    fast = "--fast" in argv
+    argv = [a for a in argv if a != "--fast"]
     lines, extra = _pick_lines(argv)
+    if fast:
+        if len(argv) != len(extra):
+            sys.exit("error: --fast runs the 5.0 line only; leave out --lines")
+        lines, extra = [PRIMARY], ["-m", "not slow", *extra]
     started = time.perf_counter()
     setup_line(PRIMARY)
     for line in lines:
         setup_line(line)
-    _say("ruff check")
-    if _run([PRIMARY.bin / "ruff", "check", "simcore", "addon", "tests", "benchmarks",
-             "build.py", "tools"]) != 0:
+    if lint() != 0:
         _say("lint failed")
         return 1
     results = ROOT / "build" / "test-results"
@@ -191,7 +225,8 @@ def test(argv: list[str]) -> int:
     rows, code = [], 0
     for line in sorted(lines, key=lambda ln: ln is not PRIMARY):
         everything = line is PRIMARY
-        what = "all tests" if everything else "add-on tests (-m blender)"
+        what = ("all tests" if not fast else "all but slow (--fast)") if everything \
+            else "add-on tests (-m blender)"
         _say(f"pytest, Blender {line.name} ({line.venv.name}): {what}")
         junit = results / f"bpy{line.name.replace('.', '')}.xml"
         junit.unlink(missing_ok=True)
@@ -237,6 +272,9 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in commands:
         print(__doc__)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    if argv[0] == "setup" and ("-h" in argv or "--help" in argv):
+        print(__doc__)  # before any venv is made
+        return 0
     return commands[argv[0]](argv[1:])
 
 

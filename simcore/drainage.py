@@ -400,7 +400,7 @@ def resolve_pits(height, outlet, receiver, distance, stack, level, most_pits):
     return pits
 
 
-def edge_outlets(shape: tuple[int, int]) -> np.ndarray:
+def edge_outlets(shape: tuple[int, ...]) -> np.ndarray:
     """The four edges of the grid as outlets (uint8 grid, 1 = outlet)."""
     outlet = np.zeros(shape, dtype=np.uint8)
     outlet[0, :] = outlet[-1, :] = 1

@@ -71,7 +71,7 @@ def _pid_alive(pid: int) -> bool:
 
 def sweep_stale_temps(target: Path) -> list[Path]:
     """Remove temporary files of ``target`` left by processes that no longer run."""
-    removed = []
+    removed: list[Path] = []
     prefix = _temp_prefix(target)
     try:
         siblings = list(target.parent.iterdir())

@@ -45,7 +45,7 @@ def install() -> None:
         try:
             return original(self, *args, **kwargs)
         except OSError as exc:
-            if not _ours(self, save_overload._terrain_erosion_roots):
+            if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
                 raise
             if not warned:
                 warned.append(str(exc))
@@ -57,8 +57,8 @@ def install() -> None:
                               stacklevel=2)
             return None
 
-    save_overload._terrain_erosion_roots = {_ROOT}
-    caching.Cache.save_overload = save_overload
+    save_overload._terrain_erosion_roots = {_ROOT}  # type: ignore[attr-defined]
+    caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
 
 
 install()  # every module with kernels imports this one before its first kernel runs

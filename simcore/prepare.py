@@ -266,7 +266,7 @@ def _marker():
 
     from .processes import droplets
     try:
-        folder = Path(droplets._run_strip._cache._cache_path)
+        folder = Path(droplets._run_strip._cache._cache_path)  # type: ignore[attr-defined]
     except AttributeError:  # numba internals moved
         return None
     stamp = hashlib.sha1(f"{numba.__version__} {sys.version}".encode())

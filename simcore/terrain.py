@@ -58,7 +58,7 @@ def check_cell_size(cell_size: Any) -> float:
     return value
 
 
-def _as_float_grid(name: str, value: Any, shape: tuple[int, int] | None) -> np.ndarray:
+def _as_float_grid(name: str, value: Any, shape: tuple[int, ...] | None) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":
         raise TerrainError(
@@ -146,7 +146,7 @@ class Terrain:
         bedrock = _as_float_grid("heights", raw, None)
         if not world_units:
             bedrock = bedrock.copy()
-        values = {"bedrock": bedrock}
+        values: dict[str, Any] = {"bedrock": bedrock}
         for name, array in arrays.items():
             if name not in fields() or name == "bedrock":
                 raise TerrainError(f"unknown terrain array '{name}'; known: "

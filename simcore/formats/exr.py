@@ -118,9 +118,9 @@ def load_openimageio(search: Iterable[Path] = (), missing: str = MISSING_OUTSIDE
             raise MissingLibraryError(missing)
         return module
     for folder in search:
-        module = _load_from(Path(folder))
-        if module is not None:
-            return module
+        found = _load_from(Path(folder))
+        if found is not None:
+            return found
     try:
         import OpenImageIO
     except ImportError:

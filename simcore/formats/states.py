@@ -342,8 +342,7 @@ def _npy_from_bytes(data: bytes, where: str) -> np.ndarray:
     if len(data) - offset < count * dtype.itemsize:
         raise StateFileError(f"{where}: the file is truncated")
     flat = np.frombuffer(data, dtype, count, offset)
-    order = "F" if m.group(2) == "True" else "C"
-    return flat.reshape(shape, order=order).copy()
+    return flat.reshape(shape, order="F" if m.group(2) == "True" else "C").copy()
 
 
 def read_npz_arrays(path: str | Path) -> dict[str, np.ndarray]:

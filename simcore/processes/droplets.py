@@ -414,7 +414,8 @@ def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, ma
         up, down, stray = moved
         if stray:
             raise RuntimeError("a droplet skipped a strip")  # cannot happen: one-cell steps
-        todo, ready = [task], []
+        todo = [task]
+        ready: list[tuple[int, int]] = []
         while todo:  # strips with no droplet end their pass here, in one go
             s, q = todo.pop()
             if (s, q) == task:
