@@ -556,6 +556,11 @@ def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int]
         raise TileError("the preset enables no process")
     per_round = sum(int(p.batch) for p in enabled.values())  # type: ignore[attr-defined]
     rounds = max(1, math.ceil(preset.work(terrain) / per_round))
+    from .processes import PROCESSES
+    for n, p in enabled.items():  # as Simulation: the landscape's age in whole rounds
+        passes = PROCESSES[n].passes
+        if passes is not None:
+            rounds = max(rounds, math.ceil(passes(p) / int(p.batch)))  # type: ignore
     store = str(store)
     t0 = time.perf_counter()
     attrs = prepare_store(store, terrain, preset, plan, rounds, coarse, rain_share(terrain))
