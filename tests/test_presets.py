@@ -74,6 +74,32 @@ def test_overrides_are_validated():
         p.with_overrides({"lava.heat": 2})
 
 
+def test_legacy_keys_load_and_stay_hidden_at_their_default():
+    """Old keys (cell units, unused) still load and still win when set; a saved preset
+    and an unknown-key message name them only where an old file set them."""
+    import tomllib
+
+    from simcore.processes.hydrology import HydrologyParams
+    from simcore.processes.trees import TreeParams
+    old = parse_preset(tomllib.loads(
+        "[hydrology]\nenabled = true\nmax_tries = 5\nsea_level = 2.0\n"
+        "[trees]\nenabled = true\nroot_radius = 3.0\n"), "old.toml")
+    hydrology, trees = old.params["hydrology"], old.params["trees"]
+    assert hydrology.max_tries == 5 and hydrology.sea_cells(15.0) == 2.0
+    assert trees.root_cells(7.5) == 3.0 and trees.spread_cells(7.5) == 16  # 120 m
+    text = dump_preset(old)
+    assert "max_tries = 5" in text and "sea_level = 2.0" in text and "root_radius = 3.0" in text
+    assert "\nvolume_factor =" not in text and "\nspread_radius =" not in text
+    fresh = dump_preset(find_preset("default"))
+    assert all(f"\n{key} =" not in fresh for key in ("max_tries", "sea_level", "root_radius"))
+    assert parse_preset(tomllib.loads(text), "again").params == old.params
+    assert HydrologyParams().legacy_override("sea_height") is None
+    assert TreeParams(spread_radius=4).legacy_override("spread_distance") == 4
+    with pytest.raises(ParameterError) as err:
+        HydrologyParams.from_dict({"wobble": 1}, "[hydrology]")
+    assert "max_tries" not in str(err.value) and "sea_height" in str(err.value)
+
+
 def test_dump_is_parseable_toml():
     import tomllib
     p = find_preset("default")
