@@ -8,7 +8,6 @@ at a time with ``threads`` numba threads; the results never depend on the thread
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -52,7 +51,6 @@ def client(workers: int = 2, scheduler: str | None = None, threads: int = 1,
     else:
         # numba threads of each worker process (its own pool: tasks never share it)
         env = {"NUMBA_NUM_THREADS": str(threads)}
-        os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
         cluster = distributed.LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True,
             dashboard_address=":0", memory_limit=memory_limit,

@@ -63,3 +63,28 @@ def test_sweep_of_two_presets_by_four_seeds_with_a_bad_input(tmp_path):
     assert len(states) == 8
     table = json.loads((out / "sweep.json").read_text())
     assert len(table["runs"]) == 16 and "theta" in table["columns"]
+
+
+def test_the_extension_never_imports_dask_or_zarr():
+    """Dask and zarr are the command line's: importing simcore -- every module the
+    add-on uses, and the CLI's tile and sweep modules themselves -- loads neither, and
+    the add-on names none of them (issue 25)."""
+    code = ("import sys, pkgutil, importlib, simcore, simcore.processes, simcore.formats\n"
+            "for pkg in (simcore, simcore.processes, simcore.formats):\n"
+            "    for m in pkgutil.iter_modules(pkg.__path__):\n"
+            "        if m.name != '__main__':\n"
+            "            importlib.import_module(f'{pkg.__name__}.{m.name}')\n"
+            "bad = [m for m in sys.modules if m.split('.')[0] in "
+            "('dask', 'distributed', 'zarr', 'numcodecs', 'bokeh')]\n"
+            "print(bad)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    for path in (ROOT / "addon").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for name in ("dask", "distributed", "zarr", "simcore.tiles", "simcore.sweep",
+                     "simcore.cluster", ".tiles import", ".sweep import", ".cluster import"):
+            assert f"import {name}" not in text and f"from {name}" not in text, (path, name)
+    manifest = (ROOT / "blender_manifest.toml").read_text(encoding="utf-8")
+    assert "dask" not in manifest and "zarr" not in manifest

@@ -167,3 +167,10 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
     for name, arr in a.arrays().items():
         np.testing.assert_array_equal(arr, getattr(b, name), err_msg=name)
     np.testing.assert_array_equal(a.trees, b.trees)
+    # and the same bytes: every chunk file of the store (attributes hold the seconds)
+    chunks = sorted(p.relative_to(runs[2]) for p in runs[2].rglob("*")
+                    if p.is_file() and p.name != ".zattrs")
+    assert chunks == sorted(p.relative_to(store) for p in store.rglob("*")
+                            if p.is_file() and p.name != ".zattrs")
+    for rel in chunks:
+        assert (runs[2] / rel).read_bytes() == (store / rel).read_bytes(), rel
