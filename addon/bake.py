@@ -9,7 +9,7 @@ which manifests are ours are simcore/formats/bake_cache.py; this module reads th
 into a frame's arrays and writes them back.
 
 A bake is all or nothing: it writes into a staging folder inside the cache folder and
-swaps the new set in only when it is complete (addon/staging.py), so a failure leaves
+swaps the new set in only when it is complete (simcore/staging.py), so a failure leaves
 the previous bake, the mesh and the object's settings as they were. It writes only into
 an empty folder or the folder of an earlier bake, and deletes only the files a manifest
 of ours lists.
@@ -42,8 +42,9 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import grid as gridio
-from . import staging
+from .boundary import reports_user_errors
 from .job import ErosionJob
+from .simcore import staging
 from .simcore.errors import OutputPathError, UserError, describe_os_error
 from .simcore.fileio import check_output
 from .simcore.formats import bake_cache as fmt
@@ -86,15 +87,16 @@ def snapshot(obj: bpy.types.Object) -> dict[str, np.ndarray]:
         if attr.name not in gridio.OUR_ATTRIBUTES or attr.name == gridio.ORIGINAL_Z:
             continue
         if attr.data_type == 'FLOAT':
-            arrays[f"f__{attr.name}"] = _float(attr, n)
+            arrays[fmt.layer_entry(fmt.FLOAT_LAYER, attr.name)] = _float(attr, n)
         elif attr.data_type == 'FLOAT_COLOR':
             rgba = _float(attr, n, 4).reshape(-1, 4)
             gray = rgba[:, 0]
             if np.array_equal(rgba[:, 1], gray) and np.array_equal(rgba[:, 2], gray) \
                     and (rgba[:, 3] == 1).all():
-                arrays[f"g__{attr.name}"] = gray.copy()  # gray: 4x smaller, exact
+                # gray: 4x smaller, exact
+                arrays[fmt.layer_entry(fmt.GRAY_LAYER, attr.name)] = gray.copy()
             else:
-                arrays[f"c__{attr.name}"] = rgba.ravel().copy()
+                arrays[fmt.layer_entry(fmt.COLOR_LAYER, attr.name)] = rgba.ravel().copy()
     s = obj.terrain_erosion
     trees = s.trees_object
     if trees is not None and trees.type == 'MESH':
@@ -225,10 +227,10 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
     co[:, 2] = arrays["z"]
     me.attributes["position"].data.foreach_set("vector", co.ravel())
     for name, values in arrays.items():
-        kind, _, attr_name = name.partition("__")
-        if kind == "f":
+        kind, attr_name = fmt.split_layer(name) or ("", name)
+        if kind == fmt.FLOAT_LAYER:
             _ensure(me, attr_name, 'FLOAT').data.foreach_set("value", values)
-        elif kind == "g":
+        elif kind == fmt.GRAY_LAYER:
             rgba = _state.rgba.get(key)
             if rgba is None or len(rgba) != n:
                 rgba = np.ones((n, 4), np.float32)
@@ -237,7 +239,7 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
             rgba[:, 1] = values
             rgba[:, 2] = values
             _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
-        elif kind == "c":
+        elif kind == fmt.COLOR_LAYER:
             _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", values)
     me.update()
     s = obj.terrain_erosion
@@ -398,10 +400,10 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
     the manifest. The mesh ends at the last frame (one erosion run, kept).
 
     All or nothing: the frames and the manifest are written into a staging folder in
-    the cache folder and swapped in when all are written (addon/staging.py). If anything
-    fails -- a full disk at any file, an exception mid-way -- the previous cache, the
-    mesh (and its trees and water objects), Baked and the object's run bookkeeping stay
-    as they were. The cache folder must be empty or hold our earlier bake only."""
+    the cache folder and swapped in when all are written (simcore/staging.py). If
+    anything fails -- a full disk at any file, an exception mid-way -- the previous
+    cache, the mesh (and its trees and water objects), Baked and the object's run
+    bookkeeping stay as they were. The cache folder must be empty or hold our earlier bake only."""
     if frame_end < frame_start:
         raise BakeError(f"the frame range {frame_start}..{frame_end} is empty: End must "
                         "be at least Start")
@@ -601,6 +603,7 @@ class TERRAIN_OT_bake(bpy.types.Operator):
             return False
         return True
 
+    @reports_user_errors
     def execute(self, context):
         obj = context.active_object
         b = obj.terrain_bake
@@ -615,9 +618,6 @@ class TERRAIN_OT_bake(bpy.types.Operator):
 
         try:
             manifest = bake(obj, b.frame_start, b.frame_end, b.particles_per_frame, report)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
         finally:
             wm.progress_end()
         on_frame_change(context.scene)
@@ -644,12 +644,9 @@ class TERRAIN_OT_free_cache(bpy.types.Operator):
         obj = context.active_object
         return obj is not None and obj.type == 'MESH' and obj.terrain_bake.baked
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            free_cache(context.active_object)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        free_cache(context.active_object)
         return {'FINISHED'}
 
 

@@ -21,8 +21,7 @@ import numpy as np
 
 from . import grid as gridio
 from .boundary import reports_user_errors
-from .simcore.errors import OutputPathError
-from .simcore.fileio import check_output
+from .export import check_export_folder
 from .simcore.formats import engine_tiles as et
 
 ENGINES = (('UNREAL', "Unreal", "Unreal Engine landscape: recommended sizes (63/127/255-quad "
@@ -59,23 +58,6 @@ def layer_maps(obj: bpy.types.Object, grid: gridio.Grid, metres: float
     return layers, tuple(fractions)
 
 
-def check_folder(folder: str | os.PathLike) -> Path:
-    """The absolute, existing, writable folder, else OutputPathError."""
-    if str(folder).startswith("//") and not bpy.data.filepath:
-        raise OutputPathError(f"cannot export to {folder}: it is relative to the .blend, "
-                              "which is not saved yet; save it or choose a folder")
-    path = Path(bpy.path.abspath(str(folder)))
-    try:
-        missing = "\0" not in str(path) and not path.is_dir()
-    except OSError:
-        missing = False
-    if missing:
-        raise OutputPathError(f"cannot export to {path}: not an existing folder; create "
-                              "it or choose another")
-    check_output(path / ".te-tiles-check.json")  # read-only, too long, NUL: a message
-    return path
-
-
 def export_engine_tiles(obj: bpy.types.Object, folder: str | os.PathLike, name: str = "",
                         engine: str = "unreal", size: int = 1009,
                         tiles: tuple[int, int] | None = None,
@@ -89,7 +71,7 @@ def export_engine_tiles(obj: bpy.types.Object, folder: str | os.PathLike, name: 
         raise gridio.GridError(problem)
     et.check_size(engine, size)
     name = et.check_name(name or bpy.path.clean_name(obj.name))
-    path = check_folder(folder)
+    path = check_export_folder(folder)  # the map export's checks and messages
     grid = gridio.detect_grid(obj.data)
     scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
     vertical = scale.s if keep_exaggeration else scale.s / scale.exaggeration

@@ -50,9 +50,10 @@ import bpy
 import numpy as np
 
 from . import grid as gridio
-from . import staging
+from .boundary import reports_user_errors
 from .scale import EXAGGERATION_RANGE, RealScale
 from .simcore import __version__ as simcore_version
+from .simcore import staging
 from .simcore.channels import label_lakes
 from .simcore.errors import InputFileError, OutputPathError, UserError
 from .simcore.fileio import atomic_write, check_output
@@ -307,7 +308,7 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     sidecar ``<basename>.json`` last). Nothing is written if a check fails first.
 
     All or nothing: the maps, rivers, lakes and the sidecar are written into a staging
-    folder inside ``folder`` and moved in when all are written (addon/staging.py),
+    folder inside ``folder`` and moved in when all are written (simcore/staging.py),
     replacing the earlier export of the same name as a whole; a failure part-way
     leaves the earlier set exactly as it was."""
     problem = gridio.object_problem(obj)
@@ -568,15 +569,12 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {'RUNNING_MODAL'}
 
+    @reports_user_errors
     def execute(self, context):
         formats = tuple(f for f, on in (("PNG", self.png), ("EXR", self.exr),
                                          (MULTI, self.multilayer)) if on)
-        try:
-            files = export_maps(context.active_object, self.directory or "//",
-                                self.basename, formats)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        files = export_maps(context.active_object, self.directory or "//",
+                            self.basename, formats)
         self.report({'INFO'}, f"Exported {len(files)} files to {files[-1].parent}")
         skipped = skipped_attributes(context.active_object)
         if skipped:
@@ -606,13 +604,10 @@ class TERRAIN_OT_import_heightmap(bpy.types.Operator):
         context.window_manager.fileselect_add(self)
         return {'RUNNING_MODAL'}
 
+    @reports_user_errors
     def execute(self, context):
-        try:
-            obj = import_heightmap(self.filepath, self.cell_size, self.height_min,
-                                   self.height_max)
-        except UserError as exc:
-            self.report({'ERROR'}, str(exc))
-            return {'CANCELLED'}
+        obj = import_heightmap(self.filepath, self.cell_size, self.height_min,
+                               self.height_max)
         for other in context.view_layer.objects:
             other.select_set(False)
         obj.select_set(True)

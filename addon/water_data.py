@@ -26,6 +26,7 @@ import numpy as np
 
 from . import compat
 from . import grid as gridio
+from .boundary import reports_user_errors
 from .export import quad_mesh
 from .simcore.channels import lake_mesh, stream_polylines
 from .simcore.errors import UserError
@@ -344,20 +345,25 @@ class TERRAIN_OT_water_data(bpy.types.Operator):
             return False
         return True
 
+    @reports_user_errors
     def execute(self, context):
+        """Rivers, then lakes. A kind with nothing to make (WaterDataError: no stream
+        layer, no pools) is a warning and the other is still made; cancelled when
+        neither is. Any other user error goes to the boundary (after the warnings)."""
         obj = context.active_object
         s = obj.terrain_water
-        made = []
-        for _what, make in (("rivers", lambda: update_rivers(obj, s.stream_threshold,
-                                                            s.min_points, s.river_width)),
-                           ("lakes", lambda: update_lakes(obj))):
-            try:
-                made.append(make().name)
-            except WaterDataError as exc:
-                self.report({'WARNING'}, str(exc))
-            except UserError as exc:
-                self.report({'ERROR'}, str(exc))
-                return {'CANCELLED'}
+        made, missing = [], []
+        try:
+            for make in (lambda: update_rivers(obj, s.stream_threshold, s.min_points,
+                                               s.river_width),
+                         lambda: update_lakes(obj)):
+                try:
+                    made.append(make().name)
+                except WaterDataError as exc:  # nothing of this kind: not an error
+                    missing.append(str(exc))
+        finally:
+            for note in missing:
+                self.report({'WARNING'}, note)
         if not made:
             return {'CANCELLED'}
         self.report({'INFO'}, "Made " + ", ".join(made))

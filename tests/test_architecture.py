@@ -205,11 +205,6 @@ def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
     assert meta["processes"]["glacial"]["snowfall"] == 0.5
 
 
-#: operator modules that still catch and report user errors themselves (to move to
-#: addon/boundary.py's reports_user_errors)
-OWN_ERROR_REPORTS = {"bake.py", "export.py", "water_data.py"}
-
-
 def test_operators_report_user_errors_through_one_boundary():
     """``except UserError as exc: self.report({'ERROR'}, str(exc))`` lives in
     addon/boundary.py only: every operator catches the same errors and reports them the
@@ -234,4 +229,4 @@ def test_operators_report_user_errors_through_one_boundary():
         if any(isinstance(n, ast.ExceptHandler) and n.name and reports_caught(n)
                for n in ast.walk(tree)):
             found.add(path.name)
-    assert found - OWN_ERROR_REPORTS == {"boundary.py"}
+    assert found == {"boundary.py"}

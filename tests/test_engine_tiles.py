@@ -13,6 +13,7 @@ import pytest
 from simcore.cli import main
 from simcore.errors import UserError
 from simcore.formats import engine_tiles as et
+from simcore.formats import images
 from simcore.formats.states import save_heights, save_state
 from simcore.noise import fractal_terrain
 from simcore.terrain import Terrain
@@ -204,20 +205,20 @@ def test_a_rewrite_replaces_the_set_as_a_whole_and_a_failure_keeps_it(tmp_path,
     et.write_tiles(tmp_path, "w", h, 1.0, "unity", 33, formats=("png", "r16"))
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert len(before) == 9
-    real = et.png_bytes
+    real = images.png_bytes
     calls = []
 
-    def failing(codes):
+    def failing(codes, **kw):
         calls.append(1)
         if len(calls) == 3:
             raise OSError(28, "No space left on device")
-        return real(codes)
+        return real(codes, **kw)
 
-    monkeypatch.setattr(et, "png_bytes", failing)
+    monkeypatch.setattr(images, "png_bytes", failing)
     with pytest.raises(OSError):
         et.write_tiles(tmp_path, "w", h + 1, 1.0, "unity", 33)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-    monkeypatch.setattr(et, "png_bytes", real)
+    monkeypatch.setattr(images, "png_bytes", real)
     et.write_tiles(tmp_path, "w", h, 1.0, "unity", 33)  # PNG only: the .r16 files go
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         n for n in before if not n.endswith(".r16"))
@@ -250,7 +251,7 @@ def test_png_tiles_are_plain_grayscale_pngs():
     """8- and 16-bit grayscale, big-endian samples, the rows as given (zlib, Up filter):
     decoded here without our reader."""
     codes = (np.arange(12, dtype=np.uint16).reshape(3, 4) * 5000)
-    blob = et.png_bytes(codes)
+    blob = images.png_bytes(codes, up=True)
     assert blob[12:16] == b"IHDR" and blob[24:26] == bytes([16, 0])
     raw = np.frombuffer(zlib.decompress(blob[41:blob.index(b"IEND") - 8]), np.uint8)
     rows = raw.reshape(3, 9)
@@ -259,7 +260,7 @@ def test_png_tiles_are_plain_grayscale_pngs():
     got = (data[:, 0::2] * 256 + data[:, 1::2]).astype(np.uint16)
     assert np.array_equal(got, codes)
     small = np.array([[0, 255], [7, 9]], np.uint8)
-    assert et.png_bytes(small)[24] == 8
+    assert images.png_bytes(small, up=True)[24] == 8
 
 
 @pytest.mark.parametrize("engine,size", [("unreal", 127), ("unity", 129)])

@@ -171,3 +171,22 @@ def test_non_finite_layers_are_refused_not_made_into_infinite_meshes(blender, la
     with pytest.raises(RuntimeError, match="not a finite"):  # an ERROR report
         bpy.ops.terrain.water_data()
     assert set(bpy.data.objects.keys()) == objects, "nothing made"
+
+
+def test_a_kind_with_nothing_to_make_is_a_warning_and_the_other_is_made(blender, capfd):
+    """No pools: the rivers are made, the lakes a warning (FINISHED); neither stream nor
+    pool: two warnings and CANCELLED, nothing made. Not errors: Blender raises none."""
+    obj, g, *_ = valley_and_lake()
+    obj.data.attributes.remove(obj.data.attributes["te_pool_depth"])
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.water_data() == {'FINISHED'}
+    assert obj.terrain_water.rivers_object is not None
+    assert obj.terrain_water.lakes_object is None
+    assert "no pools (te_pool_depth)" in capfd.readouterr().out
+    bare = add_grid(bpy, n=12, name="Bare")
+    objects = set(bpy.data.objects.keys())
+    bpy.context.view_layer.objects.active = bare
+    assert bpy.ops.terrain.water_data() == {'CANCELLED'}
+    out = capfd.readouterr().out
+    assert "no stream layer (te_stream)" in out and "no pools (te_pool_depth)" in out
+    assert set(bpy.data.objects.keys()) == objects, "nothing made"

@@ -4,7 +4,8 @@ A **frame** is an .npz (zlib-compressed or stored; :func:`write_frame`) of numer
 arrays by name, per vertex in the mesh's own vertex order:
 
 - ``z``: the heights (always there);
-- ``f__<attribute>``: a float layer, one value per vertex;
+- ``f__<attribute>``: a float layer, one value per vertex (the layer entries'
+  names: :func:`layer_entry`, :func:`split_layer`);
 - ``g__<attribute>``: a gray colour layer (red = green = blue, alpha 1), its gray value
   per vertex (4x smaller than ``c__``, exact);
 - ``c__<attribute>``: a colour layer, red, green, blue, alpha per vertex (flat, 4 n);
@@ -59,12 +60,15 @@ OLD_KEYS = frozenset({"schema", "object", "vertices", "frame_start", "frame_end"
 #: a temporary file atomic_write leaves for a moment next to one of our files
 TEMP_FILE = re.compile(r"\.(cache\.json|frame_\d{6}\.npz)\.te-\d+-\d+-\d+\.tmp")
 
-#: the entries a frame may hold besides the layers ``f__``/``g__``/``c__`` + name, and
-#: how many values per vertex (None: per tree)
+#: the entries a frame may hold besides the layers (:func:`layer_entry`), and how many
+#: values per vertex (None: per tree)
 FRAME_ENTRIES = {"z": 1, "water_z": 1, "water_wet": 1, "trees_co": None,
                  "trees_size": None}
-#: values per vertex of each layer kind: float, gray colour, colour (rgba)
-LAYER_WIDTH = {"f": 1, "g": 1, "c": 4}
+#: the kinds of layer entry (``<kind>__<attribute>``): float, gray colour, colour (rgba)
+FLOAT_LAYER, GRAY_LAYER, COLOR_LAYER = "f", "g", "c"
+#: values per vertex of each layer kind
+LAYER_WIDTH = {FLOAT_LAYER: 1, GRAY_LAYER: 1, COLOR_LAYER: 4}
+_LAYER_SEP = "__"
 #: errors a damaged frame file gives when it is read
 READ_ERRORS = (OSError, ValueError, zipfile.BadZipFile, EOFError)
 
@@ -75,6 +79,19 @@ class BakeError(UserError):
 
 def frame_file(frame: int) -> str:
     return f"frame_{frame:06d}.npz"
+
+
+def layer_entry(kind: str, attribute: str) -> str:
+    """The name of a frame's entry for layer ``attribute`` of ``kind``
+    (:data:`FLOAT_LAYER`, :data:`GRAY_LAYER` or :data:`COLOR_LAYER`)."""
+    return f"{kind}{_LAYER_SEP}{attribute}"
+
+
+def split_layer(name: str) -> tuple[str, str] | None:
+    """(kind, attribute) of a layer entry's name; None for the other entries (``z``,
+    trees, water). The kind is not checked: :func:`checked_frame` does that."""
+    kind, sep, attribute = name.partition(_LAYER_SEP)
+    return (kind, attribute) if sep else None
 
 
 # ------------------------------------------------------------------ frames
@@ -111,8 +128,9 @@ def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path,
     trees = None
     width: int | None
     for name, values in arrays.items():
-        kind, sep, attr_name = name.partition("__")
-        if sep:
+        layer = split_layer(name)
+        if layer is not None:
+            kind, attr_name = layer
             if kind not in LAYER_WIDTH or attr_name not in layers:
                 raise bad(f"'{name[:80]}' is not a layer Terrain Erosion bakes")
             width = LAYER_WIDTH[kind]

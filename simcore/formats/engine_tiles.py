@@ -27,31 +27,27 @@ The sidecar ``<name>.json`` names every tile: its files, grid position, world or
 and size, height range, and where the engine puts it (Unreal: location in cm and the
 landscape scale, Z scale included; Unity: terrain position and size in metres).
 
-A set is written all or nothing (:class:`_Staging`: a staging folder inside the target
-folder, moved in when complete, the sidecar last; an earlier set of the same name is
-replaced as a whole). :func:`read_tiles` reads a set back into one grid and checks
+A set is written all or nothing (:class:`simcore.staging.Staging`: a staging folder
+inside the target folder, moved in when complete, the sidecar last; an earlier set of
+the same name is replaced as a whole). :func:`read_tiles` reads a set back into one grid and checks
 that neighbours agree on their shared edges. No bpy here: the CLI and the add-on call
 :func:`write_tiles`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import re
-import shutil
-import struct
-import uuid
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
-from ..fileio import _pid_alive, atomic_write, check_input, check_memory, check_output
+from ..fileio import atomic_write, check_input, check_memory, check_output
+from ..staging import Staging
+from . import images
 
 #: vertices per tile side each engine takes: Unreal's recommended landscape sizes
 #: (components of 63, 127 or 255 quads; Landscape Technical Guide), Unity's terrain
@@ -186,76 +182,15 @@ def decode(codes: np.ndarray, lo: float, hi: float, bits: int) -> np.ndarray:
     return lo + codes.astype(np.float64) / LEVELS[bits] * (hi - lo)
 
 
-def png_bytes(codes: np.ndarray) -> bytes:
-    """A grayscale PNG of ``codes`` (rows, cols), uint8 or uint16 (16-bit stored
-    big-endian, as PNG says), first row = top of the picture; every row filtered 'Up'
-    (smooth maps compress far better)."""
-    bits = 16 if codes.dtype == np.uint16 else 8
-    rows, cols = codes.shape
-    raw = np.ascontiguousarray(codes.astype(">u2" if bits == 16 else np.uint8))
-    raw = raw.view(np.uint8).reshape(rows, -1)
-    up = raw.copy()
-    up[1:] -= raw[:-1]  # uint8 arithmetic wraps, as the filter wants
-    data = np.empty((rows, up.shape[1] + 1), np.uint8)
-    data[:, 0] = 2
-    data[:, 1:] = up
-
-    def chunk(tag: bytes, body: bytes) -> bytes:
-        return (struct.pack(">I", len(body)) + tag + body
-                + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF))
-
-    return (b"\x89PNG\r\n\x1a\n"
-            + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, bits, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(data.tobytes(), 6)) + chunk(b"IEND", b""))
-
-
 def read_png(path: Path) -> np.ndarray:
-    """The codes of a grayscale 8- or 16-bit PNG (uint8 / uint16, first row = top), as
-    :func:`png_bytes` writes them (filters None, Sub and Up; no interlacing);
-    InputFileError for anything else."""
-    path = check_input(path)
-    try:
-        blob = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputFileError(describe_os_error(exc, path, "read")) from None
-    bad = InputFileError(f"{path} is not a grayscale PNG tile written by Terrain Erosion; "
-                         "export the tiles again")
-    if blob[:8] != b"\x89PNG\r\n\x1a\n":
-        raise bad
-    pos, head, idat = 8, None, []
-    while pos + 8 <= len(blob):
-        n, tag = struct.unpack(">I4s", blob[pos:pos + 8])
-        body = blob[pos + 8:pos + 8 + n]
-        if tag == b"IHDR":
-            head = struct.unpack(">IIBBBBB", body)
-        elif tag == b"IDAT":
-            idat.append(body)
-        elif tag == b"IEND":
-            break
-        pos += 12 + n
-    if head is None or head[2] not in (8, 16) or head[3:] != (0, 0, 0, 0):
-        raise bad
-    cols, rows, bits = head[:3]
-    width = cols * bits // 8
-    try:
-        data = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
-        data = data.reshape(rows, width + 1).copy()
-    except (zlib.error, ValueError):
-        raise bad from None
-    out = data[:, 1:]
-    bpp = bits // 8
-    for r in range(rows):
-        kind = data[r, 0]
-        if kind == 1:  # Sub: running sum per byte of a pixel
-            for k in range(bpp):
-                out[r, k::bpp] = np.cumsum(out[r, k::bpp], dtype=np.uint64).astype(np.uint8)
-        elif kind == 2 and r > 0:
-            out[r] += out[r - 1]
-        elif kind not in (0, 2):
-            raise bad
-    if bits == 16:
-        return out.copy().view(">u2").reshape(rows, cols).astype(np.uint16)
-    return out.copy()
+    """The codes of a grayscale 8- or 16-bit PNG tile (uint8 / uint16, first row = top;
+    :func:`simcore.formats.images.read_png`); InputFileError for anything else."""
+    bad = (f"{path} is not a grayscale PNG tile written by Terrain Erosion; export the "
+           "tiles again")
+    codes = images.read_png(path, bad)
+    if codes.ndim != 2:
+        raise InputFileError(bad)
+    return codes
 
 
 def read_r16(path: Path, size: int) -> np.ndarray:
@@ -269,76 +204,6 @@ def read_r16(path: Path, size: int) -> np.ndarray:
         raise InputFileError(f"{path} has {len(blob)} bytes; a {size}x{size} 16-bit RAW "
                              f"tile has {2 * size * size}: export the tiles again")
     return np.frombuffer(blob, "<u2").reshape(size, size).astype(np.uint16)
-
-
-# ------------------------------------------------------------------ staging
-
-_STAGING, _ASIDE = ".te-staging-", ".te-aside-"
-_OURS = re.compile(r"\.te-(staging|aside)-(\d+)-[0-9a-f]{12}")
-
-
-class _Staging:
-    """Write a set into ``self.path`` (a folder inside ``folder``), then ``commit``:
-    the earlier set's files move aside, the new ones in (the sidecar last), the aside
-    folder goes. A failure before or during the commit puts the folder back as it was.
-    Same folder names and rules as addon/staging.py (which simcore cannot import), so
-    either one sweeps what the other left."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(folder):
-                m = _OURS.fullmatch(entry.name)
-                if m and entry.is_dir(follow_symlinks=False) and (
-                        int(m.group(2)) == os.getpid() or not _pid_alive(int(m.group(2)))):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-        tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.path, self.aside = folder / f"{_STAGING}{tag}", folder / f"{_ASIDE}{tag}"
-        try:
-            self.path.mkdir()
-        except OSError as exc:
-            raise OutputPathError(describe_os_error(exc, self.path)) from None
-
-    def __enter__(self) -> _Staging:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
-
-    def commit(self, new: list[str], replaced: list[str]) -> None:
-        aside: list[str] = []
-        moved: list[str] = []
-        doing = self.aside
-        try:
-            self.aside.mkdir()
-            for name in dict.fromkeys([*replaced, *new]):
-                doing = self.folder / name
-                if os.path.lexists(doing):
-                    os.replace(doing, self.aside / name)
-                    aside.append(name)
-            for name in new:
-                doing = self.folder / name
-                os.replace(self.path / name, doing)
-                moved.append(name)
-        except BaseException as exc:
-            for name in reversed(moved):
-                with contextlib.suppress(OSError):
-                    os.replace(self.folder / name, self.path / name)
-            lost = []
-            for name in reversed(aside):
-                try:
-                    os.replace(self.aside / name, self.folder / name)
-                except OSError:
-                    lost.append(name)
-            if lost:
-                raise OutputPathError(
-                    f"cannot write {doing} and could not put back {', '.join(lost)}: the "
-                    f"previous files are in {self.aside}; move them back by hand") from None
-            shutil.rmtree(self.aside, ignore_errors=True)
-            if isinstance(exc, OSError):
-                raise OutputPathError(describe_os_error(exc, doing)) from None
-            raise
-        shutil.rmtree(self.aside, ignore_errors=True)
 
 
 def _previous_set(folder: Path, name: str) -> list[str]:
@@ -422,7 +287,7 @@ def write_tiles(folder: str | os.PathLike, name: str, heights: np.ndarray,
     check_output(folder / f"{name}.json", rows * cols * (2 * len(formats) + len(layers)
                                                         * layer_bits // 8) + n_files * 256)
     previous = _previous_set(folder, name)
-    with _Staging(folder) as stage:
+    with Staging(folder) as stage:
         names, sidecar = _write_set(stage.path, name, p, heights, (cx, cy), layers,
                                     fractions, formats, layer_bits, origin, facts or {})
         stage.commit(names, previous)
@@ -477,7 +342,7 @@ def _write_set(out: Path, name: str, p: Plan, heights: np.ndarray,
             tile_codes = codes[window]
             if "png" in formats:
                 files["height_png"] = _tile_name(name, "height", i, y_engine, "png")
-                _write(out / files["height_png"], png_bytes(tile_codes[::-1]))
+                _write(out / files["height_png"], images.png_bytes(tile_codes[::-1], up=True))
             if "r16" in formats:
                 files["height_r16"] = _tile_name(name, "height", i, y_engine, "r16")
                 rows_first = tile_codes if p.engine == "unity" else tile_codes[::-1]
@@ -485,7 +350,8 @@ def _write_set(out: Path, name: str, p: Plan, heights: np.ndarray,
                        np.ascontiguousarray(rows_first, "<u2").tobytes())
             for key, lc in layer_codes.items():
                 files[f"layer_{key}"] = _tile_name(name, key, i, y_engine, "png")
-                _write(out / files[f"layer_{key}"], png_bytes(lc[window][::-1]))
+                _write(out / files[f"layer_{key}"],
+                       images.png_bytes(lc[window][::-1], up=True))
             written += files.values()
             th = h[window]
             x0, y0 = origin[0] + i * q * cx, origin[1] + j * q * cy

@@ -1,4 +1,14 @@
-"""Pictures of heightmaps without extra libraries: shaded relief and an 8-bit PNG writer."""
+"""Pictures of heightmaps without extra libraries: shaded relief, and the project's one
+PNG codec.
+
+:func:`png_bytes` encodes 8- or 16-bit grayscale or RGB pixels (16-bit samples
+big-endian, as PNG says; first row = top of the picture; zlib level 6), every row
+unfiltered or every row filtered 'Up' (smooth maps compress far better);
+:func:`save_png` writes an RGB picture with it. :func:`read_png` decodes what
+:func:`png_bytes` writes (and any PNG limited to the same: grayscale or RGB, 8 or 16
+bits, no interlacing, rows filtered None, Sub or Up). Everything that writes PNG
+(previews, contact sheets, game-engine tiles) goes through these.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
-from ..fileio import atomic_write
+from ..errors import InputFileError, UserError, describe_os_error
+from ..fileio import atomic_write, check_input
 
 
 def shaded_relief(height: np.ndarray, sediment: np.ndarray | None = None,
@@ -67,17 +77,108 @@ def _water(rgb: np.ndarray, height: np.ndarray, pool: np.ndarray, light: np.ndar
     return np.where(wet[..., None], water, rgb)
 
 
+# ------------------------------------------------------------------ PNG
+
+SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: PNG colour type of each channel count (gray, RGB) and back
+COLOR_TYPES = {1: 0, 3: 2}
+CHANNELS = {t: n for n, t in COLOR_TYPES.items()}
+#: PNG row filter types: the two :func:`png_bytes` writes, and Sub (read only)
+NONE, SUB, UP = 0, 1, 2
+
+
+def _chunk(tag: bytes, body: bytes) -> bytes:
+    return (struct.pack(">I", len(body)) + tag + body
+            + struct.pack(">I", zlib.crc32(tag + body) & 0xFFFFFFFF))
+
+
+def png_bytes(pixels: np.ndarray, up: bool = False) -> bytes:
+    """The PNG of ``pixels``: (rows, cols) grayscale or (rows, cols, 3) RGB, uint8 or
+    uint16 (16-bit samples stored big-endian), first row = top of the picture. With
+    ``up`` every row is filtered 'Up' (the difference to the row above: smooth maps
+    compress far better), else stored as it is. ValueError for other pixels."""
+    pixels = np.asarray(pixels)
+    channels = 1 if pixels.ndim == 2 else (pixels.shape[2] if pixels.ndim == 3 else 0)
+    if channels not in COLOR_TYPES or pixels.dtype not in (np.uint8, np.uint16):
+        raise ValueError(f"a PNG takes (rows, cols) or (rows, cols, 3) uint8 or uint16 "
+                         f"pixels, not {pixels.shape} {pixels.dtype}")
+    bits = 16 if pixels.dtype == np.uint16 else 8
+    rows, cols = pixels.shape[:2]
+    raw = np.ascontiguousarray(pixels, ">u2" if bits == 16 else np.uint8)
+    raw = raw.view(np.uint8).reshape(rows, -1)
+    data = np.empty((rows, raw.shape[1] + 1), np.uint8)
+    data[:, 0] = UP if up else NONE
+    data[:, 1:] = raw
+    if up:
+        data[1:, 1:] -= raw[:-1]  # uint8 arithmetic wraps, as the filter wants
+    head = struct.pack(">IIBBBBB", cols, rows, bits, COLOR_TYPES[channels], 0, 0, 0)
+    return (SIGNATURE + _chunk(b"IHDR", head)
+            + _chunk(b"IDAT", zlib.compress(data.tobytes(), 6)) + _chunk(b"IEND", b""))
+
+
+def png_pixels(blob: bytes) -> np.ndarray:
+    """The pixels of a PNG file's bytes, as :func:`png_bytes` takes them (uint8 or
+    uint16; (rows, cols) gray or (rows, cols, 3) RGB; first row = top). Only what
+    :func:`png_bytes` writes, filter Sub too; ValueError for anything else (a palette,
+    alpha, interlacing, other filters, a damaged file)."""
+    if blob[:8] != SIGNATURE:
+        raise ValueError("no PNG signature")
+    pos, head, idat = 8, None, []
+    while pos + 8 <= len(blob):
+        n, tag = struct.unpack(">I4s", blob[pos:pos + 8])
+        body = blob[pos + 8:pos + 8 + n]
+        if tag == b"IHDR" and len(body) == 13:
+            head = struct.unpack(">IIBBBBB", body)
+        elif tag == b"IDAT":
+            idat.append(body)
+        elif tag == b"IEND":
+            break
+        pos += 12 + n
+    if head is None or head[2] not in (8, 16) or head[3] not in CHANNELS \
+            or head[4:] != (0, 0, 0):
+        raise ValueError("not 8- or 16-bit grayscale or RGB, or interlaced")
+    cols, rows, bits, color = head[:4]
+    channels = CHANNELS[color]
+    bpp = channels * bits // 8  # bytes per pixel
+    try:
+        data = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
+        data = data.reshape(rows, cols * bpp + 1).copy()
+    except (zlib.error, ValueError):
+        raise ValueError("its image data do not decode to its size") from None
+    out = data[:, 1:]
+    for r in range(rows):
+        kind = data[r, 0]
+        if kind == SUB:  # a running sum per byte of a pixel
+            for k in range(bpp):
+                out[r, k::bpp] = np.cumsum(out[r, k::bpp], dtype=np.uint64).astype(np.uint8)
+        elif kind == UP and r > 0:
+            out[r] += out[r - 1]
+        elif kind not in (NONE, UP):
+            raise ValueError(f"row filter {kind} (only None, Sub and Up are read)")
+    shape = (rows, cols) if channels == 1 else (rows, cols, channels)
+    if bits == 16:
+        return out.copy().view(">u2").reshape(shape).astype(np.uint16)
+    return out.copy().reshape(shape)
+
+
+def read_png(path: str | Path, not_ours: str = "") -> np.ndarray:
+    """The pixels of the PNG file ``path`` (:func:`png_pixels`); InputFileError naming
+    the file when it cannot be read, or saying ``not_ours`` (default: what it is not)
+    when it is not such a PNG."""
+    path = check_input(Path(path))
+    try:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise InputFileError(describe_os_error(exc, path, "read")) from None
+    try:
+        return png_pixels(blob)
+    except ValueError as exc:
+        raise InputFileError(not_ours or f"{path} is not a PNG Terrain Erosion reads "
+                             f"({exc}): save it as an 8- or 16-bit grayscale or RGB "
+                             "PNG") from None
+
+
 def save_png(path: str | Path, rgb: np.ndarray) -> Path:
-    """Write an RGB uint8 image (rows, cols, 3) as PNG."""
-    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-    rows, cols = rgb.shape[:2]
-    raw = b"".join(b"\x00" + rgb[r].tobytes() for r in range(rows))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
-
-    png = (b"\x89PNG\r\n\x1a\n"
-           + chunk(b"IHDR", struct.pack(">IIBBBBB", cols, rows, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
+    """Write an RGB uint8 image (rows, cols, 3) as PNG (rows unfiltered)."""
+    png = png_bytes(np.ascontiguousarray(rgb, dtype=np.uint8))
     return atomic_write(Path(path), lambda f: f.write(png))

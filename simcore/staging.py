@@ -1,4 +1,5 @@
-"""All-or-nothing replacement of a set of files in a folder (bake caches, map exports).
+"""All-or-nothing replacement of a set of files in a folder (bake caches, map exports,
+game-engine tiles).
 
 The new files are written into a staging folder inside the target folder
 (``.te-staging-<pid>-<hex>``: same disk, so moving a file is one rename).
@@ -12,7 +13,10 @@ Only a process killed during the few renames of a commit can leave a mix (the as
 folder then still holds the previous files). Staging and aside folders of a process
 that no longer runs are removed by the next transaction in the same folder.
 
-No bpy here: plain file operations, driven by addon/bake.py and addon/export.py.
+Plain file operations (no bpy), used by addon/bake.py, addon/export.py and
+simcore/formats/engine_tiles.py. The folder names are a public surface of sorts: folders
+of earlier versions (the add-on's own copy of this module, engine_tiles' compact one)
+used the same names and rules, so any version sweeps what another left.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import shutil
 import uuid
 from pathlib import Path
 
-from .simcore.errors import OutputPathError, describe_os_error
-from .simcore.fileio import _pid_alive
+from .errors import OutputPathError, describe_os_error
+from .fileio import _pid_alive
 
 STAGING = ".te-staging-"
 ASIDE = ".te-aside-"

@@ -1,0 +1,89 @@
+"""simcore/staging.py without Blender: a set of files replaced all or nothing, folders
+of dead processes swept, those of live ones left alone (bake, export and engine tiles
+all go through it; their own tests fail it in place)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from simcore import staging
+from simcore.errors import OutputPathError
+
+
+def tree(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def write_set(folder, files: dict[str, bytes], previous: list[str]) -> None:
+    with staging.Staging(folder) as stage:
+        for name, data in files.items():
+            (stage.path / name).write_bytes(data)
+        stage.commit(list(files), previous)
+
+
+def test_a_commit_replaces_the_previous_set_and_leaves_other_files(tmp_path):
+    (tmp_path / "mine.txt").write_bytes(b"a user's file")
+    write_set(tmp_path, {"a.bin": b"1", "b.bin": b"2", "set.json": b"{}"}, [])
+    write_set(tmp_path, {"a.bin": b"3", "set.json": b"{new}"}, ["set.json", "a.bin", "b.bin"])
+    assert tree(tmp_path) == {"mine.txt": b"a user's file", "a.bin": b"3",
+                              "set.json": b"{new}"}
+
+
+@pytest.mark.parametrize("k", range(5))
+def test_a_failing_rename_puts_the_previous_set_back(tmp_path, monkeypatch, k):
+    write_set(tmp_path, {"a.bin": b"1", "b.bin": b"2", "set.json": b"{}"}, [])
+    before = tree(tmp_path)
+    real, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(1)
+        if len(calls) == k + 1:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputPathError, match="Read-only"):
+        write_set(tmp_path, {"a.bin": b"3", "c.bin": b"4", "set.json": b"{new}"},
+                  ["set.json", "a.bin", "b.bin"])
+    monkeypatch.setattr(os, "replace", real)
+    assert tree(tmp_path) == before, "exactly the previous set, no staging or aside left"
+
+
+def test_an_exception_while_writing_leaves_the_folder_as_it_was(tmp_path):
+    write_set(tmp_path, {"a.bin": b"1"}, [])
+    with pytest.raises(KeyboardInterrupt), staging.Staging(tmp_path) as stage:
+        (stage.path / "a.bin").write_bytes(b"half")
+        raise KeyboardInterrupt
+    assert tree(tmp_path) == {"a.bin": b"1"}
+
+
+def test_leftovers_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
+    """The folder names are those every earlier version used (.te-staging-/.te-aside-
+    <pid>-<12 hex>): any version sweeps what another left."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    live = str(os.getppid())
+    names = {f".te-staging-{dead}-0123456789ab", f".te-aside-{dead}-0123456789ab",
+             f".te-staging-{live}-0123456789ab", ".te-staging-x-0123456789ab",
+             f".te-staging-{dead}-short"}
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "frame_000001.npz").write_bytes(b"old")
+    assert all(staging.is_transaction_folder(n) == ("x-" not in n and "short" not in n)
+               for n in names)
+    write_set(tmp_path, {"a.bin": b"1"}, [])
+    left = {p.name for p in tmp_path.iterdir()}
+    assert left == {"a.bin", f".te-staging-{live}-0123456789ab",
+                    ".te-staging-x-0123456789ab", f".te-staging-{dead}-short"}
+    staging.sweep(tmp_path)  # nothing else of ours to remove
+    assert {p.name for p in tmp_path.iterdir()} == left
+
+
+def test_a_folder_that_cannot_hold_a_staging_folder_is_a_user_error(tmp_path):
+    with pytest.raises(OutputPathError):
+        staging.Staging(tmp_path / "missing")
