@@ -43,22 +43,15 @@ from collections.abc import Iterable
 
 from . import fileio
 from .errors import ResourceError
+from .processes import PROCESSES
 
 #: bytes per cell every run needs (the terrain and what the simulation keeps, with the
 #: ground before the running process: 8)
 BASE_BYTES_PER_CELL = 158
 #: bytes per cell for each enabled process: how much it moved the ground (a float64)
 CHANGE_BYTES_PER_CELL = 8
-#: bytes per cell a process adds while it works (processes not listed: 0)
-PROCESS_BYTES_PER_CELL = {
-    "landscape": 92,
-    "snowball": 48,
-    "hydrology": 32,
-    "thermal": 24,
-    "wind": 2,
-    "droplets": 0,
-    "trees": 0,
-}
+#: bytes per cell each process adds while it works (its descriptor's ``bytes_per_cell``)
+PROCESS_BYTES_PER_CELL = {name: proc.bytes_per_cell for name, proc in PROCESSES.items()}
 
 
 def bytes_per_cell(processes: Iterable[str], extra_per_cell: float = 0.0) -> float:
@@ -71,7 +64,7 @@ def bytes_per_cell(processes: Iterable[str], extra_per_cell: float = 0.0) -> flo
 
 def run_bytes(cells: int, processes: Iterable[str], extra_per_cell: float = 0.0) -> int:
     """Bytes a run of ``processes`` on a grid of ``cells`` (rows x cols) needs (see the
-    table of this module), plus ``extra_per_cell`` for each cell."""
+    table above), plus ``extra_per_cell`` for each cell."""
     return int(math.ceil(cells * bytes_per_cell(processes, extra_per_cell)))
 
 

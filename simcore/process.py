@@ -69,3 +69,7 @@ class Process:
     #: on in the settings of a terrain the add-on has not seen yet (droplets); presets
     #: and the CLI say for themselves which processes run
     enabled_by_default: bool = False
+    #: bytes a grid cell costs while the process works, beyond the terrain's arrays
+    #: (its scratch grids; measured: the table in simcore/memory.py); 0 for work per
+    #: particle
+    bytes_per_cell: int = 0

@@ -397,7 +397,7 @@ PROCESS = Process(
     order=5, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
     writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool", "stream"),
-    fields=FIELDS, passes=steps, advice=advice, moves_water=True)
+    fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92)
 
 
 #: the generator evolves every grid as a world this wide (world units), then scales it

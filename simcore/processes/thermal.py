@@ -645,4 +645,4 @@ PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain)
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=24)
