@@ -113,3 +113,202 @@ def slope_area(height: np.ndarray, cell_size: float, min_cells: float = 10.0,
     ss = float(((np.array(ys) - np.mean(ys)) ** 2).sum())
     r2 = 1.0 - float(((np.array(ys) - pred) ** 2).sum()) / ss if ss > 0 else 0.0
     return {"theta": float(-fit[0]), "r2": r2, "bins": len(xs)}
+
+
+# --- dunes: crest orientation and spacing, free of the grid's axes ---------------------
+
+def _gradient_iso(height: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(d/dx, d/dy) per cell with 3x3 Scharr weights (3-10-3), periodic at the edges:
+    its direction has almost no bias towards the grid's axes."""
+    h = np.asarray(height, dtype=np.float64)
+
+    def sh(dr, dc):
+        return np.roll(np.roll(h, -dr, axis=0), -dc, axis=1)  # h[r + dr, c + dc]
+    gx = (3 * (sh(-1, 1) - sh(-1, -1)) + 10 * (sh(0, 1) - sh(0, -1))
+          + 3 * (sh(1, 1) - sh(1, -1))) / 32.0
+    gy = (3 * (sh(1, -1) - sh(-1, -1)) + 10 * (sh(1, 0) - sh(-1, 0))
+          + 3 * (sh(1, 1) - sh(-1, 1))) / 32.0
+    return gx, gy
+
+
+def slip_faces(height: np.ndarray, direction: float,
+               min_slope_deg: float = 20.0) -> np.ndarray:
+    """Downhill directions (degrees, 0 = +x, 90 = +y, as the wind) of the lee slip-face
+    cells of a dune field: cells steeper than ``min_slope_deg`` whose ground falls
+    downwind (``height`` in cell units, periodic). A slip face's downhill direction is
+    its crest's normal."""
+    gx, gy = _gradient_iso(height)
+    a = np.radians(direction)
+    steep = np.hypot(gx, gy) > np.tan(np.radians(min_slope_deg))
+    lee = (gx * np.cos(a) + gy * np.sin(a)) < 0
+    sel = steep & lee
+    return np.degrees(np.arctan2(-gy[sel], -gx[sel]))
+
+
+def crest_orientation(height: np.ndarray, direction: float,
+                      min_slope_deg: float = 20.0) -> dict[str, float]:
+    """Where the crests of a dune field point, from its slip faces (see
+    :func:`slip_faces`):
+
+    - ``normal_deg``: mean angle of the crest normals to the wind (signed, degrees;
+      0 = crests square across the wind, transverse dunes);
+    - ``spread_deg``: their circular standard deviation (sinuous crests spread more);
+    - ``axis_excess``: density of crest normals within 4° of a grid axis (0/90/180/270°)
+      over their density 4–16° off the axes: about 1 when the crests ignore the grid,
+      well above 1 when crest segments snap to the grid's rows and columns (steps);
+    - ``faces``: share of the map that is slip face.
+    """
+    th = slip_faces(height, direction, min_slope_deg)
+    if th.size < 10:
+        return {"normal_deg": float("nan"), "spread_deg": float("nan"),
+                "axis_excess": float("nan"), "faces": th.size / np.size(height)}
+    rel = np.radians(th - direction)
+    c, s = np.cos(rel).mean(), np.sin(rel).mean()
+    r = min(float(np.hypot(c, s)), 1.0)
+    off = np.abs((th + 45.0) % 90.0 - 45.0)  # degrees from the nearest grid axis
+    near = (off <= 4.0).sum() / 4.0
+    ring = ((off > 4.0) & (off <= 16.0)).sum() / 12.0
+    return {"normal_deg": float(np.degrees(np.arctan2(s, c))),
+            "spread_deg": float(np.degrees(np.sqrt(-2.0 * np.log(max(r, 1e-12))))),
+            "axis_excess": float(near / ring) if ring > 0 else float("inf"),
+            "faces": th.size / np.size(height)}
+
+
+def dune_spacing(height: np.ndarray, direction: float, cell_size: float = 1.0,
+                 min_slope_deg: float = 20.0) -> float:
+    """Mean distance (world units) between slip faces crossed along the wind: straight
+    along-wind profiles through the (periodic) map, sampled bilinearly every half cell,
+    counting each entry into a lee face steeper than ``min_slope_deg``."""
+    h = np.asarray(height, dtype=np.float64)
+    rows, cols = h.shape
+    a = np.radians(direction)
+    ux, uy = np.cos(a), np.sin(a)
+    step = 0.5
+    n = int(4 * max(rows, cols) / step)  # 4 map lengths per profile
+    t = np.arange(n) * step
+    offs = np.arange(0.0, max(rows, cols), 2.0)  # a profile every 2 cells across
+    xs = (offs[:, None] * -uy + t[None, :] * ux) % cols
+    ys = (offs[:, None] * ux + t[None, :] * uy) % rows
+    x0, y0 = np.floor(xs).astype(int), np.floor(ys).astype(int)
+    fx, fy = xs - x0, ys - y0
+    x1, y1 = (x0 + 1) % cols, (y0 + 1) % rows
+    p = (h[y0, x0] * (1 - fx) * (1 - fy) + h[y0, x1] * fx * (1 - fy)
+         + h[y1, x0] * (1 - fx) * fy + h[y1, x1] * fx * fy)
+    fall = (p[:, :-2] - p[:, 2:]) / (2 * step)  # downwind fall per cell
+    lee = fall > np.tan(np.radians(min_slope_deg))
+    entries = int((lee[:, 1:] & ~lee[:, :-1]).sum())
+    if entries == 0:
+        return float("inf")
+    return float(lee.shape[0] * (lee.shape[1] - 1) * step * cell_size / entries)
+
+
+def streaks(height: np.ndarray, direction: float,
+            band: tuple[float, float] = (2.0, 8.0), width_deg: float = 10.0) -> float:
+    """Streakiness of a dune field: density (per degree of wave-vector direction) of the
+    height spectrum's power at short wavelengths ``band`` (cells) in wave vectors within
+    ``width_deg`` of square across the wind — ridges and grooves running along the wind,
+    the mark of neighbouring rows of cells that evolve apart — over the density at all
+    directions. About 1 for isotropic roughness; well above 1 for streaks."""
+    h = np.asarray(height, dtype=np.float64)
+    rows, cols = h.shape
+    power = np.abs(np.fft.fft2(h - h.mean())) ** 2
+    ky = np.fft.fftfreq(rows)[:, None] * np.ones((1, cols))
+    kx = np.fft.fftfreq(cols)[None, :] * np.ones((rows, 1))
+    kk = np.hypot(kx, ky)
+    inb = (kk >= 1.0 / band[1]) & (kk <= 1.0 / band[0])
+    a = np.radians(direction)
+    phi = np.degrees(np.arctan2(ky, kx) - a)
+    off = np.abs((phi % 180.0) - 90.0)  # 0 = wave vector square across the wind
+    near = inb & (off <= width_deg)
+    total = float(power[inb].sum())
+    if total <= 0:
+        return float("nan")
+    return float(power[near].sum() / total) / (width_deg / 90.0)
+
+
+def label_periodic(mask: np.ndarray) -> np.ndarray:
+    """Connected parts (8 neighbours, the map wrapping at its edges) of a boolean map:
+    an int array, -1 outside ``mask``, else the smallest flat index of the part."""
+    m = np.asarray(mask, dtype=bool)
+    big = np.iinfo(np.int64).max
+    lab = np.where(m, np.arange(m.size).reshape(m.shape), big)
+    while True:
+        new = lab.copy()
+        for dr in (-1, 0, 1):
+            for dc in (-1, 0, 1):
+                if dr or dc:
+                    new = np.minimum(new, np.roll(np.roll(lab, dr, axis=0), dc, axis=1))
+        new = np.where(m, new, big)
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    return np.where(m, lab, -1)
+
+
+def sand_bodies(sediment: np.ndarray, direction: float, min_depth: float = 0.05,
+                min_cells: int = 30) -> dict[str, float]:
+    """Barchan figures of a patchy sand cover (``sediment`` in any unit, periodic map,
+    wind ``direction`` in degrees, towards):
+
+    - ``bare``: share of the map with less than ``min_depth`` of sand;
+    - ``bodies``: sand bodies (connected parts, at least ``min_cells`` cells), per
+      10,000 cells;
+    - ``horns``: share of the bodies whose flanks reach further downwind than their
+      middle — crescents with horns downwind: each body's cells in wind coordinates
+      (along s, across n, from its centre), the downwind-most s of its outer thirds
+      across the wind (each side) against that of its middle third;
+    - ``horn_lead``: median over the bodies of (mean horn tip s - middle's s) / the
+      body's length along the wind.
+    """
+    sed = np.asarray(sediment, dtype=np.float64)
+    rows, cols = sed.shape
+    lab = label_periodic(sed >= min_depth)
+    a = np.radians(direction)
+    ux, uy = np.cos(a), np.sin(a)
+    rr, cc = np.mgrid[0:rows, 0:cols]
+    ids, counts = np.unique(lab[lab >= 0], return_counts=True)
+    leads = []
+    for i in ids[counts >= min_cells]:
+        sel = lab == i
+        y, x = rr[sel].astype(float), cc[sel].astype(float)
+        # centre on the circle (the part may wrap round the map's edges)
+        cy = np.angle(np.exp(2j * np.pi * y / rows).mean()) * rows / (2 * np.pi)
+        cx = np.angle(np.exp(2j * np.pi * x / cols).mean()) * cols / (2 * np.pi)
+        dy = (y - cy + rows / 2) % rows - rows / 2
+        dx = (x - cx + cols / 2) % cols - cols / 2
+        s = dx * ux + dy * uy
+        n = -dx * uy + dy * ux
+        lo, hi = n.min(), n.max()
+        third = (hi - lo) / 3.0
+        if third < 1.0:
+            continue
+        left, right = n < lo + third, n > hi - third
+        mid = ~left & ~right
+        if not (left.any() and right.any() and mid.any()):
+            continue
+        tips = 0.5 * (s[left].max() + s[right].max())
+        length = max(s.max() - s.min(), 1.0)
+        leads.append((tips - s[mid].max()) / length)
+    leads = np.array(leads)
+    return {"bare": float((sed < min_depth).mean()),
+            "bodies": 1e4 * leads.size / sed.size,
+            "horns": float((leads > 0).mean()) if leads.size else float("nan"),
+            "horn_lead": float(np.median(leads)) if leads.size else float("nan")}
+
+
+def crest_trend(height: np.ndarray, min_slope_deg: float = 10.0) -> dict[str, float]:
+    """Which way the crests of a dune field run, whatever side their slip faces are on
+    (linear dunes have them on both): the mean axis of the gradients of the cells
+    steeper than ``min_slope_deg`` (doubled angles, weighted by the squared gradient),
+    turned by 90 degrees. ``trend_deg`` in 0..180 (0 = crests along +x, 90 = along +y);
+    ``coherence`` 0..1 (1: all crests parallel)."""
+    gx, gy = _gradient_iso(height)
+    g2 = gx * gx + gy * gy
+    sel = g2 > np.tan(np.radians(min_slope_deg)) ** 2
+    c = float(((gx * gx - gy * gy) * sel).sum())
+    s = float((2 * gx * gy * sel).sum())
+    w = float((g2 * sel).sum())
+    if w <= 0:
+        return {"trend_deg": float("nan"), "coherence": 0.0}
+    normal = 0.5 * np.degrees(np.arctan2(s, c))
+    return {"trend_deg": float((normal + 90.0) % 180.0), "coherence": float(np.hypot(c, s) / w)}

@@ -37,6 +37,11 @@ def sand_sea(n, cell=1.0, seed=2):
     return Terrain.from_heights(np.zeros((n, n)), cell, world_units=True, sediment=sed / cell)
 
 
+#: dune wavelengths, cells of 1 m: from ripples-to-dunes (5 m) to half the 128 m map (the
+#: splash spreads dunes to 30-45 m: 128/3 = 42.7 m is the usual spectral peak)
+DUNE_BAND = (5.0, 64.0)
+
+
 def blow(t, particles, **kw):
     p = WindParams(wrap=True, batch=1000, **kw)
     run(t, particles // p.batch, p)
@@ -96,10 +101,10 @@ def test_kernel_parameters_are_world_units():
 @pytest.mark.parametrize("direction", [0.0, 90.0])
 def test_desert_wind_builds_transverse_dunes_with_slip_faces(direction):
     t = sand_sea(128)
-    before = measure_dunes(t.height(), direction)
+    before = measure_dunes(t.height(), direction, band=DUNE_BAND)
     total0 = t.total_material()
     p = blow(t, 300_000, direction=direction)
-    after = measure_dunes(t.height(), direction)
+    after = measure_dunes(t.height(), direction, band=DUNE_BAND)
     # dune wavelengths carry the along-wind relief, far more than the noise did
     assert after["spectral_share"] >= 0.3, after
     assert after["spectral_share"] > before["spectral_share"] + 0.1, (before, after)
@@ -123,10 +128,10 @@ def test_the_desert_preset_builds_dunes_on_an_all_sand_start():
     preset = find_preset("desert_dunes")
     direction = preset.params["wind"].direction
     t = sand_sea(128)
-    before = measure_dunes(t.height(), direction)
+    before = measure_dunes(t.height(), direction, band=DUNE_BAND)
     total0 = t.total_material()
     Simulation(t, preset.enabled_params(), seed=preset.seed, particles=preset.work(t)).run()
-    after = measure_dunes(t.height(), direction)
+    after = measure_dunes(t.height(), direction, band=DUNE_BAND)
     assert after["spectral_share"] >= 0.3 and \
         after["spectral_share"] > before["spectral_share"] + 0.1, (before, after)
     assert after["lee_stoss"] >= 1.5, after
@@ -141,11 +146,14 @@ def test_same_world_at_two_resolutions_makes_the_same_dunes():
     coarse = sand_sea(64, 2.0)
     blow(fine, 300_000, direction=0.0)
     blow(coarse, 300_000, direction=0.0)  # same world, same wind: same particles
-    mf = measure_dunes(fine.height(), 0.0, 1.0)
-    mc = measure_dunes(coarse.height(), 0.0, 2.0, band=(2.5, 20.0))  # same metres
+    mf = measure_dunes(fine.height(), 0.0, 1.0, band=DUNE_BAND)
+    mc = measure_dunes(coarse.height(), 0.0, 2.0, band=(2.5, 32.0))  # same metres
     assert mc["lee_stoss"] >= 1.3 and mf["lee_stoss"] >= 1.3, (mf, mc)
     assert 0.6 < mc["wavelength_m"] / mf["wavelength_m"] < 1.7, (mf, mc)
-    assert abs(mc["lee_p50_deg"] - mf["lee_p50_deg"]) < 4.0, (mf, mc)
+    # the splash (reptation) rounds the 2 m grid's few-cell slip faces a little more: median
+    # lee 24.5 against 30.5 degrees (3.6 apart without it); the steepest tenth agree
+    assert abs(mc["lee_p50_deg"] - mf["lee_p50_deg"]) < 7.0, (mf, mc)
+    assert abs(mc["lee_p90_deg"] - mf["lee_p90_deg"]) < 3.0, (mf, mc)
     assert mc["spectral_share"] >= 0.3 and mf["spectral_share"] >= 0.3, (mf, mc)
 
 
@@ -342,7 +350,11 @@ def test_the_wind_says_when_the_cells_are_too_coarse_for_its_dunes(tmp_path, cap
     params = find_preset("desert_dunes").params["wind"]
     assert wind.advice(params, 1.0) is None and wind.advice(params, 2.0) is None
     text = wind.advice(params, 30.0)
-    assert "30 m apart" in text and "sand sheets" in text
+    assert "30 m apart" in text and "sand sheets" in text and "desert_draa" in text
+    # the draa preset's dunes (every length x 30) fit 30 m cells
+    draa = find_preset("desert_draa").params["wind"]
+    assert wind.advice(draa, 30.0) is None and wind.advice(draa, 60.0) is None
+    assert wind.advice(draa, 120.0) is not None
     coarse = Terrain.from_heights(np.zeros((16, 16)), 30.0)
     assert Simulation(coarse, {"wind": params}, particles=10).advice() == [text]
     h = tmp_path / "h.npy"

@@ -76,6 +76,8 @@ _DR = np.array([-1, -1, -1, 0, 0, 1, 1, 1], dtype=np.int64)
 _DC = np.array([-1, 0, 1, -1, 1, -1, 0, 1], dtype=np.int64)
 _DIST = np.array([math.sqrt(2.0), 1.0, math.sqrt(2.0), 1.0, 1.0,
                   math.sqrt(2.0), 1.0, math.sqrt(2.0)])
+_SPLASH_W = np.array([math.sqrt(2.0) / 6.0, 2.0 / 3.0, math.sqrt(2.0) / 6.0, 2.0 / 3.0,
+                      2.0 / 3.0, math.sqrt(2.0) / 6.0, 2.0 / 3.0, math.sqrt(2.0) / 6.0])
 STACK = 4096  # cells an avalanche may have waiting; more are left for a later visit
 AVALANCHE_TOL = 1e-10  # slope (cell units per cell) a pair may exceed the repose by
 
@@ -91,7 +93,7 @@ class WindParams(Params):
     direction: float = param(45.0, -360.0, 360.0, "deg",
                              "direction the wind blows towards: 0 = +x, 90 = +y "
                              "(counter-clockwise)")
-    capacity: float = param(0.05, 0.0, 100.0, "m³",
+    capacity: float = param(0.05, 0.0, 1e6, "m³",
                             "sand one particle carries when saturated on flat ground",
                             soft_hi=1.0)
     saturation_length: float = param(3.0, 0.01, 1000.0, "m",
@@ -134,6 +136,15 @@ class WindParams(Params):
                          soft_hi=1000.0)
     spread: float = param(5.0, 0.0, 90.0, "deg",
                           "particle directions vary this much around the wind")
+    splash: float = param(0.2, 0.0, 1000.0, "",
+                          "reptation: sand a particle's impacts splash down the slope to "
+                          "the neighbouring cells, per unit slope, as a share of its load "
+                          "(evens the sand out across the wind as well as along it, so "
+                          "neighbouring rows of cells join into one dune)", soft_hi=5.0)
+    direction2: float = param(0.0, -360.0, 360.0, "deg",
+                              "direction of a second wind (towards: 0 = +x, 90 = +y)")
+    share2: float = param(0.0, 0.0, 1.0, "",
+                          "share of the particles blown by the second wind (0: one wind)")
     abrasion: float = param(0.001, 0.0, 1.0, "1/m",
                             "fraction of its load a particle wears off bare rock per metre",
                             soft_hi=0.05)
@@ -155,9 +166,12 @@ class WindParams(Params):
     def kernel(self, cell_size: float = 1.0) -> WindKernel:
         """Parameters in kernel units for a grid of ``cell_size`` metres."""
         a = math.radians(self.direction)
+        a2 = math.radians(self.direction2)
         cs = float(cell_size)
         return WindKernel(
             ux=math.cos(a), uy=math.sin(a),
+            ux2=math.cos(a2), uy2=math.sin(a2), share2=self.share2,
+            splash=self.splash,
             capacity=self.capacity / cs**3,
             rate=-math.expm1(-cs / self.saturation_length),
             speedup=self.speedup,
@@ -186,6 +200,10 @@ class WindKernel(NamedTuple):
 
     ux: float  # unit wind vector
     uy: float
+    ux2: float  # unit vector of the second wind
+    uy2: float
+    share2: float  # share of the particles the second wind blows
+    splash: float  # reptation: share of the load per unit slope splashed to a neighbour
     capacity: float  # saturated load on flat ground
     rate: float  # fraction of the load-capacity gap closed per one-cell step
     speedup: float  # capacity gain per unit stoss slope
@@ -308,9 +326,14 @@ def _start(st, k, rows, cols):
     st, a = next_uniform(st)
     st, b = next_uniform(st)
     st, u = next_uniform(st)
+    ux, uy = k.ux, k.uy
+    if k.share2 > 0.0:
+        st, w = next_uniform(st)
+        if w < k.share2:
+            ux, uy = k.ux2, k.uy2
     turn = k.spread * (2.0 * u - 1.0)
-    vx = k.ux * math.cos(turn) - k.uy * math.sin(turn)
-    vy = k.ux * math.sin(turn) + k.uy * math.cos(turn)
+    vx = ux * math.cos(turn) - uy * math.sin(turn)
+    vy = ux * math.sin(turn) + uy * math.cos(turn)
     return min(a * cols, cols - 1e-9), min(b * rows, rows - 1e-9), vx, vy
 
 
@@ -350,6 +373,40 @@ def _steep(i, rows, cols, crit, offsets, height):
 
 
 @njit(cache=True)
+def _splash(k, i, rows, cols, load, height, bedrock, sediment, eroded, deposited,
+            erodibility, stack, crit, offsets):
+    """Reptation at flat cell ``i``: the particle's impacts splash sand down the slope to
+    each of the 8 neighbours, ``splash`` x load x slope x an isotropic weight (the 9-point
+    Laplacian's 2/3 and 1/6), never more than a quarter of the difference nor more sand
+    than the higher cell holds. Evens out the ground across the wind as well as along it. A
+    neighbour it changes is relaxed to the angle of repose (cell ``i`` is by the
+    caller)."""
+    r = i // cols
+    c = i - r * cols
+    for m in range(8):
+        rr = r + _DR[m]
+        cc = c + _DC[m]
+        if rr < 0 or cc < 0 or rr >= rows or cc >= cols:
+            if not k.wrap:
+                continue
+            rr %= rows
+            cc %= cols
+        j = rr * cols + cc
+        diff = height[i] - height[j]
+        hi = i if diff > 0.0 else j
+        lo = j if diff > 0.0 else i
+        w = _SPLASH_W[m]
+        t = min(k.splash * load * w * abs(diff) / _DIST[m], 0.25 * abs(diff), sediment[hi])
+        if t <= 0.0:
+            continue
+        exchange(hi, t, 0.0, height, bedrock, sediment, eroded, deposited, erodibility)
+        exchange(lo, 0.0, t, height, bedrock, sediment, eroded, deposited, erodibility)
+        if _steep(j, rows, cols, crit, offsets, height):
+            avalanche(j, rows, cols, k.repose, k.rest, stack, height, bedrock, sediment,
+                      eroded, deposited, erodibility)
+
+
+@njit(cache=True)
 def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodibility,
          track, stack, crit, offsets):
     """One particle from a random start: returns (load carried off the map, steps)."""
@@ -364,10 +421,10 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
     step = np.int64(0)  # not a literal 0: one signature of _target
     while True:
         here = height[i]
-        j = _cell(x + vx, y + vy, rows, cols, k.wrap)
-        ahead = height[j] if j >= 0 else here
         z = max(z, here)
         clearance = z - here
+        j = _cell(x + vx, y + vy, rows, cols, k.wrap)
+        ahead = height[j] if j >= 0 else here
         if clearance <= 0.0:
             track[i] = 1
         upwind += (here - upwind) * k.fetch_rate
@@ -375,6 +432,9 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
         gap *= k.rate if clearance <= 0.0 else k.fall_rate
         load = _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded,
                       deposited, erodibility)
+        if k.splash > 0.0 and clearance <= 0.0 and load > 0.0:
+            _splash(k, i, rows, cols, load, height, bedrock, sediment, eroded, deposited,
+                    erodibility, stack, crit, offsets)
         if _steep(i, rows, cols, crit, offsets, height):
             avalanche(i, rows, cols, k.repose, k.rest, stack, height, bedrock, sediment,
                       eroded, deposited, erodibility)
@@ -529,7 +589,7 @@ def _profile_spectrum(h: np.ndarray, ux: float, uy: float,
 
 
 #: dunes come about this many saturation lengths apart (desert preset: 30 m at 3 m,
-#: measured on 1 and 2 m cells)
+#: measured on 1 and 2 m cells; 33 m with the splash; desert_draa: 1.1 km at 90 m)
 DUNE_SPACING_LENGTHS = 10.0
 #: cells a dune needs to keep its slip face (on 4 m cells, 11 a dune, lee faces sank
 #: from 30 to 17 degrees)
@@ -544,7 +604,8 @@ def advice(params: WindParams, cell_size: float) -> str | None:
         return None
     return (f"wind: dunes from these settings are about {spacing:.3g} m apart and need "
             f"cells of {finest:.2g} m or less; on these {cell_size:.3g} m cells the wind "
-            "makes sand sheets, not dunes (use a smaller world or more vertices)")
+            "makes sand sheets, not dunes (use a smaller world or more vertices, or the "
+            "desert_draa preset: the same dunes 30 times larger, draa about 1 km apart)")
 
 
 PROCESS = Process(
