@@ -10,7 +10,7 @@ from . import warmup
 from .grid import CHANGE_PREFIX, COLOR_LAYERS, FLOAT_LAYERS, grid_extent, grid_status
 from .process_ui import draw_extras
 from .simcore.errors import UserError
-from .simcore.params import is_legacy
+from .simcore.params import hidden, is_legacy
 from .simcore.simulation import PROCESSES
 from .ui import ErosionSubPanel, ErosionTab, wrap_label
 
@@ -112,8 +112,7 @@ def _with_unit(group, field: dataclasses.Field) -> str:
 def shown_fields(group, fields) -> list[dataclasses.Field]:
     """The parameters a process panel shows: all but the legacy ones at their default
     (a legacy value an old file set still counts, so it is shown, marked legacy)."""
-    return [f for f in fields
-            if not (is_legacy(f) and getattr(group, f.name) == f.default)]
+    return [f for f in fields if not hidden(f, getattr(group, f.name))]
 
 
 def _process_panel(name: str) -> type[bpy.types.Panel]:
