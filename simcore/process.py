@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Generic, TypeVar
 
 from .fields import Field
 from .params import Params
 
+#: a process's own parameter type
+P = TypeVar("P", bound=Params)
+
 
 @dataclasses.dataclass(frozen=True)
-class Process:
+class Process(Generic[P]):
     """A process of the terrain model.
 
     ``run_batch(terrain, params, seed, first, count, height, cdf) -> steps`` runs
@@ -29,7 +33,7 @@ class Process:
 
     #: key in presets, the CLI's ``--set name.key=value`` and the add-on's settings
     name: str
-    params_type: type[Params]
+    params_type: type[P]
     run_batch: Callable[..., int]
     label: str
     doc: str
@@ -47,15 +51,15 @@ class Process:
     #: ``per_rain(params, share) -> params`` gives the params of a pass when a round
     #: brings ``share`` x the reference rain per area (simulation.REFERENCE_AREA), so
     #: a pass does as much per unit of rain on any map extent; None: params as given
-    per_rain: Callable[[Params, float], Params] | None = None
+    per_rain: Callable[[P, float], P] | None = None
     #: ``advice(params, cell_size) -> sentence or None``: what the user should know when
     #: this grid cannot show what the params make (dunes smaller than a few cells);
     #: the CLI prints it, the add-on reports it when a run starts
-    advice: Callable[[Params, float], str | None] | None = None
+    advice: Callable[[P, float], str | None] | None = None
     #: for processes with a fixed amount of work (landscape: its age in time steps):
     #: ``passes(params) -> int`` passes in all; a run lasts at least the rounds they
     #: need, and passes beyond do nothing. None: the work is the run's particles
-    passes: Callable[[Params], int] | None = None
+    passes: Callable[[P], int] | None = None
     #: what this process does after another one moved ground under standing water:
     #: ``relevel(terrain, params, height)``, called after the batch of every process
     #: that does not move water itself, when there was water, once the simulation kept
