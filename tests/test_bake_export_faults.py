@@ -28,6 +28,7 @@ from blender_helpers import (
     staged_addon,
 )
 from conftest import FailingFile, deflate_start, small_tmpfs
+from test_formats_sidecar import DELETE, HOSTILE_SIDECARS  # the same values, through Blender
 
 te = staged_addon()
 UserError = te.simcore.errors.UserError
@@ -572,38 +573,6 @@ def _exported_heightmap(tmp_path: Path, formats=("PNG", "EXR")) -> Path:
     obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Src")
     te.export.export_maps(obj, tmp_path, "side", formats)
     return tmp_path / "side.json"
-
-
-#: hostile sidecar values: key -> value (DELETE: the key is missing)
-DELETE = object()
-HOSTILE_SIDECARS = {
-    "cell size as text": ("cell_size_x", "big"),
-    "cell size null": ("cell_size_x", None),
-    "cell size a list": ("cell_size_x", [1.0]),
-    "cell size a dict": ("cell_size_y", {"value": 1.0}),
-    "cell size true": ("cell_size_x", True),
-    "zero cell size": ("cell_size_x", 0),
-    "negative cell size": ("cell_size_y", -0.5),
-    "NaN cell size": ("cell_size_x", float("nan")),
-    "infinite cell size": ("cell_size_y", float("inf")),
-    "huge cell size": ("cell_size_x", 1e300),
-    "tiny cell size": ("cell_size_x", 1e-300),
-    "missing cell size": ("cell_size_x", DELETE),
-    "height range of 1e300": ("height_max", 1e300),
-    "height min of -1e300": ("height_min", -1e300),
-    "height max as text": ("height_max", "high"),
-    "height max NaN": ("height_max", float("nan")),
-    "height min infinite": ("height_min", float("-inf")),
-    "min above max": ("height_min", 1e6),
-    "missing height max": ("height_max", DELETE),
-    "origin as text": ("origin_x", "left"),
-    "origin of 1e300": ("origin_y", 1e300),
-    "rows as text": ("rows", "many"),
-    "huge rows": ("rows", 10**12),
-    "cols a float": ("cols", 12.5),
-    "real size a dict": ("real_size", {"m": 5}),
-    "exaggeration a list": ("vertical_exaggeration", [2]),
-}
 
 
 @pytest.mark.parametrize("case", list(HOSTILE_SIDECARS))
