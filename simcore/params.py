@@ -96,6 +96,10 @@ def check_value(f: dataclasses.Field, value: Any, where: str = "") -> Any:
 class Params:
     """Mixin for frozen parameter dataclasses: validation on construction, dict I/O."""
 
+    #: particles (or passes) a batch of the process runs: every process's params
+    #: declare it (an annotation only: this mixin is no dataclass, so no field here)
+    batch: int
+
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             object.__setattr__(self, f.name, check_value(f, getattr(self, f.name),

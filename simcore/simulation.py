@@ -71,6 +71,13 @@ def rain_share(terrain: Terrain) -> float:
     return float(min(max(REFERENCE_AREA / area, lo), hi)) if area > 0 else hi
 
 
+def _per_rain(name: str, params: Params, share: float) -> Params:
+    """The params a batch of process ``name`` runs with when a round brings ``share`` x
+    the reference rain per area (its ``per_rain`` hook; as given without one)."""
+    hook = PROCESSES[name].per_rain
+    return params if hook is None else hook(params, share)
+
+
 class Simulation:
     """Drives the enabled processes over one :class:`Terrain`, in place.
 
@@ -92,7 +99,7 @@ class Simulation:
         self.terrain = terrain
         self.processes = {n: processes[n] for n in PROCESSES if n in processes}
         self.seed = int(seed)
-        self.per_round = sum(int(p.batch) for p in self.processes.values())  # type: ignore
+        self.per_round = sum(int(p.batch) for p in self.processes.values())
         self.target_rounds = max(rounds_done + math.ceil(particles / self.per_round),
                                  self._fixed_rounds())
         self.rounds_done = int(rounds_done)
@@ -108,10 +115,8 @@ class Simulation:
         #: rain a round brings per area, in units of a round on REFERENCE_AREA
         self.rain_share = rain_share(terrain)
         #: the params each process runs with (grid passes scaled by the rain per area)
-        self._run_params = {
-            n: (PROCESSES[n].per_rain(p, self.rain_share)
-                if PROCESSES[n].per_rain is not None else p)
-            for n, p in self.processes.items()}
+        self._run_params: dict[str, Any] = {
+            n: _per_rain(n, p, self.rain_share) for n, p in self.processes.items()}
         #: material put back by the protect mask (cell units x cells): the mass budget is
         #: total_material() + outflow - protect_held - (source records' growth, uplift)
         #: == the starting total
@@ -124,7 +129,7 @@ class Simulation:
         for name, params in self.processes.items():
             passes = PROCESSES[name].passes
             if passes is not None:
-                need = max(need, math.ceil(passes(params) / int(params.batch)))  # type: ignore
+                need = max(need, math.ceil(passes(params) / int(params.batch)))
         return need
 
     def advice(self) -> list[str]:
@@ -133,7 +138,7 @@ class Simulation:
         out = []
         for name, params in self.processes.items():
             passes = PROCESSES[name].passes
-            batch = int(params.batch)  # type: ignore[attr-defined]
+            batch = int(params.batch)
             if passes is not None and self.start_rounds * batch >= passes(params) > 0:
                 out.append(f"{name}: earlier runs already did all {passes(params)} of its "
                            f"passes ({PROCESSES[name].label.lower()} to its full "
@@ -161,7 +166,7 @@ class Simulation:
         """One batch of every enabled process."""
         r = self.rounds_done
         for name, params in self._run_params.items():
-            batch = int(params.batch)  # type: ignore[attr-defined]
+            batch = int(params.batch)
             held = protect_begin(self.terrain, _sources(name))  # masks: the protect map
             surface = self._water_surface(name)
             self._before[...] = self._height
@@ -297,8 +302,8 @@ def protect_end(terrain: Terrain, held: _Held | None, height: np.ndarray) -> flo
     sed[c] += column - real_rock
     flat = [a.reshape(-1) for a in held.before]
     now = [getattr(terrain, n).reshape(-1) for n in _PROTECTED]
-    put_back = float(hold_protected(terrain.protect.reshape(-1), *flat, height.reshape(-1),
-                                    *now))
+    put_back = float(hold_protected(  # type: ignore[call-arg]  # numba's compiled signature
+        terrain.protect.reshape(-1), *flat, height.reshape(-1), *now))
     # material that entered from below (uplift) is held back like the ground it
     # raised: the record keeps 1 - protect of it, and the part held back is booked
     keep = 1.0 - terrain.protect.reshape(-1)[c]

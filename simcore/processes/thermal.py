@@ -57,6 +57,7 @@ its progress a pass counts as one particle) and returns the cell updates done.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import NamedTuple
 
@@ -540,15 +541,21 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         """Implicit creep, split by axis (Strang): half the step along the rows, the
         whole along the columns, half along the rows; the terrain written once from
         the change."""
+        assert col_scratch is not None
+        cp, left = col_scratch
+
+        def along_rows(c: float, b: tuple[int, int]) -> None:
+            _creep_rows(c, k.talus, b[0], b[1], scratch, t.erodibility)
+
+        def along_columns(c: float, b: tuple[int, int]) -> None:
+            _creep_columns(c, k.talus, b[0], b[1], scratch, t.erodibility, cp, left)
+
         scratch[...] = height
-        for along_rows, share in ((True, 0.5), (False, 1.0), (True, 0.5)):
-            c = share * k.creep
-            if along_rows:
-                parallel.run(row_bands, lambda b, c=c: _creep_rows(
-                    c, k.talus, b[0], b[1], scratch, t.erodibility))
+        for rows_first, share in ((True, 0.5), (False, 1.0), (True, 0.5)):
+            if rows_first:
+                parallel.run(row_bands, functools.partial(along_rows, share * k.creep))
             else:
-                parallel.run(col_bands, lambda b, c=c: _creep_columns(
-                    c, k.talus, b[0], b[1], scratch, t.erodibility, *col_scratch))
+                parallel.run(col_bands, functools.partial(along_columns, share * k.creep))
         parallel.run(row_bands, lambda b: _apply_change(b[0], b[1], scratch, height,
                                                         t.bedrock, t.sediment, t.eroded,
                                                         t.deposited))
