@@ -11,10 +11,11 @@ A world runs in three stages of dask tasks (docs/tiles.md):
 2. **tiles** (one task each): the detail processes -- droplets, snowball, thermal
    (hillslopes), trees -- on each tile's *extent*, its core plus ``margin`` cells on
    every side that has a neighbour, read from the base. Particles are keyed to the
-   world: the world's squares are cut into blocks of BLOCK x BLOCK, and the particles of
-   block (I, J) are ``stream_state(mix(seed, I, J), stream, k)`` with their start drawn
-   inside that block (a cdf that is zero outside it), so a particle starting in an
-   overlap starts at the same world point with the same random numbers in both tiles.
+   world: the world's squares are cut into blocks (half a margin, 16..64 squares a
+   side), and the particles of block (I, J) are ``stream_state(mix(seed, I, J),
+   stream, k)`` with their start drawn inside that block (a cdf that is zero outside
+   it), so a particle starting in an overlap starts at the same world point with the
+   same random numbers in both tiles.
    A tile runs every block that lies wholly inside its extent; each block gets its
    share of a round's particles (its rain weight / the world's), counted in whole
    particles per block as ``floor(rounds x share)``. Grid processes get the world's
@@ -54,11 +55,14 @@ GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
 #: particle processes whose starts are keyed to world blocks (they start with
 #: kernels.start_position over the cdf they are given)
 BLOCK_PROCESSES = ("droplets", "snowball")
-#: side of a world block of particle starts, in squares (cells)
+#: side of a world block of particle starts, in squares (cells), at least: a tile runs
+#: only the blocks wholly inside its extent, so a block is at most half a margin (the
+#: blocks cut off then lie where the tile's blend weight is 0); bigger blocks, fewer
+#: kernel calls (block_size)
 BLOCK = 32
-#: most rounds a tile groups into one epoch: each block runs its particles of the epoch's
+#: most epochs a tile groups its rounds into: each block runs its particles of the epoch's
 #: rounds, then each grid process its passes (fewer kernel calls on big worlds)
-MAX_EPOCHS = 64
+MAX_EPOCHS = 16
 #: arrays of the base the tile tasks read, and of the output
 STORE_VERSION = 1
 
@@ -160,14 +164,19 @@ def square_weights(rain: np.ndarray) -> np.ndarray:
     return 0.25 * (rain[:-1, :-1] + rain[:-1, 1:] + rain[1:, :-1] + rain[1:, 1:])
 
 
-def _block_ranges(n_squares: int) -> list[tuple[int, int]]:
-    return [(a, min(a + BLOCK, n_squares)) for a in range(0, n_squares, BLOCK)]
+def block_size(margin: int) -> int:
+    """The world blocks' side for tiles with ``margin``: half the margin, 16..64."""
+    return max(16, min(64, margin // 2))
 
 
-def world_block_weights(rain: np.ndarray) -> np.ndarray:
+def _block_ranges(n_squares: int, block: int = BLOCK) -> list[tuple[int, int]]:
+    return [(a, min(a + block, n_squares)) for a in range(0, n_squares, block)]
+
+
+def world_block_weights(rain: np.ndarray, block: int = BLOCK) -> np.ndarray:
     """Rain weight of every world block (blocks x blocks), from the world's rain."""
     w = square_weights(rain)
-    rb, cb = _block_ranges(w.shape[0]), _block_ranges(w.shape[1])
+    rb, cb = _block_ranges(w.shape[0], block), _block_ranges(w.shape[1], block)
     out = np.empty((len(rb), len(cb)))
     for bi, (a, b) in enumerate(rb):
         for bj, (c, d) in enumerate(cb):
@@ -342,10 +351,11 @@ def run_tile(store: str, i: int, j: int) -> str:
     w_tile = square_weights(terrain.rain)
     # the world blocks wholly inside this extent (squares r0 .. r1-2)
     blocks = []
-    for bi, (sa, sb) in enumerate(_block_ranges(world_shape[0] - 1)):
+    block = int(a["block"])
+    for bi, (sa, sb) in enumerate(_block_ranges(world_shape[0] - 1, block)):
         if sa < r0 or sb > r1 - 1:
             continue
-        for bj, (ta, tb) in enumerate(_block_ranges(world_shape[1] - 1)):
+        for bj, (ta, tb) in enumerate(_block_ranges(world_shape[1] - 1, block)):
             if ta < c0 or tb > c1 - 1:
                 continue
             blocks.append((bi, bj, (sa - r0, sb - r0), (ta - c0, tb - c0)))
@@ -496,8 +506,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         _create(root, f"work/raw/{n}", (tr, tc, er, ec), (1, 1, er, ec))
     for n in glob:  # the global changes pass through the raw tiles untouched
         _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), (1, 1, er, ec))
-    root.create_dataset("work/block_weights", data=world_block_weights(terrain.rain),
-                        overwrite=True)
+    weights = world_block_weights(terrain.rain, block_size(plan.margin))
+    root.create_dataset("work/block_weights", data=weights, overwrite=True)
     for n in arrays + [f"change_{n}" for n in changes] + ["height"]:
         _create(root, n, plan.shape, chunks)
     from . import __version__
@@ -505,7 +515,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         "format": "terrain-erosion tiled world", "version": STORE_VERSION,
         "simcore_version": __version__, "shape": list(plan.shape),
         "tiles": list(plan.tiles), "core": list(plan.core), "margin": plan.margin,
-        "block": BLOCK, "cell_size": float(terrain.cell_size), "seed": int(preset.seed),
+        "block": block_size(plan.margin), "cell_size": float(terrain.cell_size),
+        "seed": int(preset.seed),
         "rounds": int(rounds), "coarse": int(coarse), "rain_share": float(rain_share),
         "preset": preset.name,
         "global": {n: p.to_dict() for n, p in glob.items()},

@@ -150,10 +150,11 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
             for addr, keys in client.processing().items():
-                if any("tile_and_blend" in str(k) for k in keys) and addr in pids:
-                    time.sleep(1.0)  # well into the tile
+                running = [k for k in keys if "tile_and_blend" in str(k)]
+                if running and addr in pids:
+                    time.sleep(0.3)  # into the tile
                     os.kill(pids[addr], signal.SIGKILL)
-                    killed.append(addr)
+                    killed.append(running[0])
                     break
             time.sleep(0.1)
 
@@ -164,6 +165,9 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
                     quiet=True)
     thread.join()
     assert killed, "no worker was killed mid-run"
+    # the scheduler sent the killed worker's tile to a worker again
+    story = client.story(killed[0])
+    assert sum(1 for t in story if len(t) > 2 and t[2] == "processing") >= 2, story
     client.wait_for_workers(2, timeout=60)  # the nanny restarts it
     a, _ = tiles.load_world(runs[2])
     b, _ = tiles.load_world(store)
