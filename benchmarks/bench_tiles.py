@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,8 @@ def main():
     terrain = Terrain.from_heights(load_heights(src), 30.0)
     t0 = time.perf_counter()
     with client(workers, threads=1, quiet=True) as c:
-        info = tiles.run_world(terrain, preset, store, c, (n, n), quiet=True)
+        margin = int(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] else None
+        info = tiles.run_world(terrain, preset, store, c, (n, n), margin=margin, quiet=True)
         peaks = c.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
     wall = time.perf_counter() - t0
     out = {"wall": wall, "stages": info["seconds"], "rounds": info["rounds"],
@@ -54,13 +54,22 @@ def main():
         from benchmarks.bench_tiles import seam_figures
         with client(workers, threads=1, quiet=True) as c:
             tiles.run_world(Terrain.from_heights(load_heights(src), 30.0), preset,
-                            store + ".one", c, (1, 1), quiet=True)
+                            store + ".one", c, (1, 1), margin=margin, quiet=True)
         out["seams"] = seam_figures(src, store + ".one", store)
     print(json.dumps(out))
 
 if __name__ == "__main__":
     main()
 """
+
+
+#: the CLI's erode in a child that prints its own peak resident memory (bytes)
+ERODE_CHILD = (
+    "import json, resource, sys\n"
+    "from simcore.cli import main\n"
+    "code = main(json.loads(sys.argv[1]))\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
+    "sys.exit(code)\n")
 
 
 def seam_figures(src: str, one: str, tiled: str) -> dict:
@@ -109,7 +118,7 @@ def _world(size: int, folder: Path) -> Path:
 
 
 def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
-            particles: int = 0, seams: bool = False) -> list[dict]:
+            particles: int = 0, seams: bool = False, margin: int = 0) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rows = []
     with tempfile.TemporaryDirectory(prefix="te-bench-tiles-") as tmp:
@@ -117,10 +126,11 @@ def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
         src = _world(size, folder)
         done = subprocess.run([sys.executable, "-c", TILED_CHILD, str(src),
                                str(folder / "w.zarr"), str(n), str(workers), str(particles),
-                               "seams" if seams else ""],
+                               "seams" if seams else "", str(margin or "")],
                               cwd=ROOT, env=env, capture_output=True, text=True, check=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append({"name": f"tiled {size}^2 {n}x{n} on {workers} workers",
+        rows.append({"name": f"tiled {size}^2 {n}x{n} on {workers} workers"
+                     f"{f' margin {margin}' if margin else ''}",
                      "seconds": round(r["wall"], 1), "rounds": r["rounds"],
                      **{f"{k}_s": round(v, 1) for k, v in r["stages"].items()},
                      "peak_MB_per_worker": [round(p / 2**20) for p in r["worker_peak"]],
@@ -128,17 +138,17 @@ def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
         if "seams" in r:
             rows.append({"name": f"seams {size}^2 {n}x{n} vs one tile", **r["seams"]})
         if untiled:
-            before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
             t0 = time.perf_counter()
-            cmd = [sys.executable, "-m", "simcore", "erode", "--input", str(src),
-                   "--cell-size", str(CELL), "--output", str(folder / "e.npz"), "--quiet"]
+            args = ["erode", "--input", str(src), "--cell-size", str(CELL), "--output",
+                    str(folder / "e.npz"), "--quiet"]
             if particles:
-                cmd += ["--particles", str(particles)]
-            subprocess.run(cmd, cwd=ROOT, env=env, check=True)
-            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+                args += ["--particles", str(particles)]
+            done = subprocess.run([sys.executable, "-c", ERODE_CHILD, json.dumps(args)],
+                                  cwd=ROOT, env=env, check=True, capture_output=True,
+                                  text=True)
             rows.append({"name": f"untiled {size}^2 (erode, one process)",
                          "seconds": round(time.perf_counter() - t0, 1),
-                         "peak_MB": round(max(peak, before) * 1024 / 2**20)})
+                         "peak_MB": round(int(done.stdout.split()[-1]) / 2**20)})
     return rows
 
 
@@ -153,11 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--particles", type=int, default=0, help="override (0: the preset's)")
     ap.add_argument("--no-untiled", action="store_true")
+    ap.add_argument("--margin", type=int, default=0, help="tile margin (0: the default)")
     ap.add_argument("--seams", action="store_true",
                     help="also run the world on one tile: Δh r and the steps across borders")
     args = ap.parse_args(argv)
     for row in measure(args.size, args.tiles, args.workers, not args.no_untiled,
-                       args.particles, args.seams):
+                       args.particles, args.seams, args.margin):
         print(json.dumps(row))
     return 0
 
