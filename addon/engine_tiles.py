@@ -21,7 +21,7 @@ import numpy as np
 
 from . import grid as gridio
 from .boundary import reports_user_errors
-from .export import check_export_folder
+from .export import ExportToFolder, check_export_folder
 from .simcore.formats import engine_tiles as et
 
 ENGINES = (('UNREAL', "Unreal", "Unreal Engine landscape: recommended sizes (63/127/255-quad "
@@ -90,7 +90,7 @@ def export_engine_tiles(obj: bpy.types.Object, folder: str | os.PathLike, name: 
                           (grid.x0 * scale.s, grid.y0 * scale.s), facts)
 
 
-class TERRAIN_OT_export_engine_tiles(bpy.types.Operator):
+class TERRAIN_OT_export_engine_tiles(ExportToFolder, bpy.types.Operator):
     """Export the terrain's heights and layers as Unreal or Unity terrain tiles: 16-bit
     heightmaps sharing their edges, weight maps, and a JSON sidecar placing each tile"""
 
@@ -125,18 +125,6 @@ class TERRAIN_OT_export_engine_tiles(bpy.types.Operator):
         name="Keep Exaggeration", default=False,
         description="Heights as the viewport shows them (times the Vertical Exaggeration) "
                     "instead of the real heights")
-
-    @classmethod
-    def poll(cls, context):
-        problem = gridio.object_problem(context.active_object)
-        if problem:
-            cls.poll_message_set(problem)
-            return False
-        return True
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {'RUNNING_MODAL'}
 
     def draw(self, context):
         col = self.layout.column()

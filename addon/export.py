@@ -532,7 +532,25 @@ def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
 
 # ------------------------------------------------------------------ operators & panel
 
-class TERRAIN_OT_export_maps(bpy.types.Operator):
+class ExportToFolder:
+    """Mixin of the operators that write the active grid's files into a folder picked
+    in the file browser (maps, engine tiles): available for a grid the add-on can
+    work on (else the reason as the poll message), the file browser on invoke."""
+
+    @classmethod
+    def poll(cls, context):
+        problem = gridio.object_problem(context.active_object)
+        if problem:
+            cls.poll_message_set(problem)
+            return False
+        return True
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {'RUNNING_MODAL'}
+
+
+class TERRAIN_OT_export_maps(ExportToFolder, bpy.types.Operator):
     """Export heights and every layer as 16-bit PNG and/or 32-bit EXR files, and/or one
     multi-layer EXR, with a JSON sidecar (cell size, height range, seed, preset,
     parameters), rivers and lakes"""
@@ -556,18 +574,6 @@ class TERRAIN_OT_export_maps(bpy.types.Operator):
         description="Also write one EXR holding the heights and every layer as named "
                     "32-bit float channels (<Name>_layers.exr; needs the OpenImageIO "
                     "that Blender 4.5+ includes)")
-
-    @classmethod
-    def poll(cls, context):
-        problem = gridio.object_problem(context.active_object)
-        if problem:
-            cls.poll_message_set(problem)
-            return False
-        return True
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {'RUNNING_MODAL'}
 
     @reports_user_errors
     def execute(self, context):

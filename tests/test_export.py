@@ -151,3 +151,15 @@ def test_batch_command_exports_maps(blender, tmp_path, capsys):
                           "--export-maps", str(tmp_path / "nope")]) == 2
     assert "not an existing folder" in capsys.readouterr().err
     assert np.array_equal(before, positions(obj.data))
+
+
+def test_both_export_operators_say_why_they_are_unavailable(blender):
+    """Maps and engine tiles share one poll (export.ExportToFolder): the grid's problem
+    is the poll message."""
+    bpy.ops.object.camera_add()
+    for op in (bpy.ops.terrain.export_maps, bpy.ops.terrain.export_engine_tiles):
+        assert not op.poll()
+        with pytest.raises(RuntimeError, match="is a camera, not a mesh"):
+            op()
+    add_grid(bpy, n=8)
+    assert bpy.ops.terrain.export_maps.poll() and bpy.ops.terrain.export_engine_tiles.poll()
