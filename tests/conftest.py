@@ -19,6 +19,18 @@ settings.register_profile("project", deadline=None, max_examples=40,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("project")
 
+#: particles (or passes, cycles) per batch at most in tests: a round stays small
+BATCH_CAP = 64
+
+
+def small_batches(name: str, cap: int = BATCH_CAP):
+    """Process ``name``'s default parameters with its batch capped at ``cap`` (the same
+    rule for every process: none is named)."""
+    from simcore.simulation import process_params
+
+    p = process_params(name)
+    return p.replace(batch=min(int(p.batch), cap))
+
 
 @pytest.fixture
 def blender():

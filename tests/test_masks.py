@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import small_batches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore.formats.states import load_state, save_state
 from simcore.masks import MaskError, selection_protect, smoothstep
 from simcore.noise import fractal_terrain
-from simcore.simulation import Simulation, process_params
+from simcore.simulation import PROCESSES, Simulation, process_params
 from simcore.terrain import Terrain, TerrainError
 
-EROSIVE = ("droplets", "snowball", "thermal", "hydrology", "wind")
+#: every process that erodes per particle or pass (not the landscape's fixed work)
+EROSIVE = tuple(n for n, p in PROCESSES.items() if "eroded" in p.writes and p.passes is None)
 
 
 def small(name: str):
     """Default parameters with batches small enough for a few-thousand-particle run."""
-    p = process_params(name)
-    batch = {"droplets": 128, "snowball": 128, "hydrology": 48, "wind": 32}.get(name)
-    return p.replace(batch=batch) if batch else p
+    return small_batches(name, 128)
 
 
 GUARDED = ("bedrock", "sediment", "eroded", "deposited")

@@ -2,18 +2,15 @@
 booked, and slicing never changes the result."""
 
 import numpy as np
+from conftest import small_batches
 
-from simcore.simulation import PROCESSES, Simulation, process_params
+from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
-
-#: particles (or passes, cycles) per batch at most: a round of every process stays small
-BATCH_CAP = 64
 
 
 def all_processes():
-    """Every process with its default parameters, batches capped at BATCH_CAP."""
-    procs = {name: process_params(name) for name in PROCESSES}
-    return {name: p.replace(batch=min(int(p.batch), BATCH_CAP)) for name, p in procs.items()}
+    """Every process with its default parameters, batches capped (conftest)."""
+    return {name: small_batches(name) for name in PROCESSES}
 
 
 def test_every_process_together_keeps_height_in_sync_and_books_mass(hills):
