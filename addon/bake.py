@@ -594,9 +594,7 @@ class TERRAIN_OT_bake(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        problem = gridio.object_problem(context.active_object)
-        if problem:
-            cls.poll_message_set(problem)
+        if not gridio.poll_grid(cls, context):
             return False
         if context.window_manager.terrain_erosion.running:
             cls.poll_message_set("An erosion run is going on: stop it first")

@@ -539,11 +539,7 @@ class ExportToFolder:
 
     @classmethod
     def poll(cls, context):
-        problem = gridio.object_problem(context.active_object)
-        if problem:
-            cls.poll_message_set(problem)
-            return False
-        return True
+        return gridio.poll_grid(cls, context)
 
     def invoke(self, context, event):
         context.window_manager.fileselect_add(self)

@@ -124,6 +124,16 @@ def object_problem(obj: bpy.types.Object | None) -> str | None:
     return None
 
 
+def poll_grid(cls, context) -> bool:
+    """An operator's ``poll`` for the active object: True when the add-on can work on
+    it, else False with the reason (:func:`object_problem`) as the poll message."""
+    problem = object_problem(context.active_object)
+    if problem:
+        cls.poll_message_set(problem)
+        return False
+    return True
+
+
 def read_positions(me: bpy.types.Mesh, out: np.ndarray | None = None) -> np.ndarray:
     """Local vertex positions, (n, 3) float32 (into ``out``, a float32 buffer of n * 3
     values, when given: no allocation)."""

@@ -339,11 +339,7 @@ class TERRAIN_OT_water_data(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        problem = gridio.object_problem(context.active_object)
-        if problem:
-            cls.poll_message_set(problem)
-            return False
-        return True
+        return gridio.poll_grid(cls, context)
 
     @reports_user_errors
     def execute(self, context):
