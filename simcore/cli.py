@@ -636,7 +636,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--tiles", default="2", metavar="N or RxC",
                    help="tiles per side (2: 2x2) or rows x cols (2x3)")
     t.add_argument("--margin", type=int, help="overlap margin in cells on each side "
-                   "(default: an eighth of a tile, at least 64)")
+                   "(default: a quarter of a tile, at least 64)")
     t.add_argument("--coarse", type=int, default=1, metavar="F",
                    help="run the global processes on the map downsampled F times (1: "
                    "full resolution)")

@@ -122,8 +122,8 @@ def make_plan(shape: tuple[int, int], tiles: tuple[int, int], margin: int | None
                         "cells: use fewer tiles")
     if (tr - 1) * core[0] >= rows or (tc - 1) * core[1] >= cols:
         raise TileError(f"--tiles {tr}x{tc} does not divide a {rows}x{cols} map: use fewer")
-    if margin is None:  # droplets run far: margins of 64 cells keep borders unseen
-        margin = min(max(64, min(core) // 8), min(core))
+    if margin is None:  # droplets run far: a quarter tile, at least 64 cells (docs/tiles.md)
+        margin = min(max(64, min(core) // 4), min(core))
     if margin < 4 or margin > min(core):
         raise TileError(f"--margin must be 4..{min(core)} cells (a tile core), got {margin}")
     return Plan((rows, cols), (tr, tc), core, int(margin))
