@@ -78,7 +78,9 @@ _DIST = np.array([math.sqrt(2.0), 1.0, math.sqrt(2.0), 1.0, 1.0,
                   math.sqrt(2.0), 1.0, math.sqrt(2.0)])
 _SPLASH_W = np.array([math.sqrt(2.0) / 6.0, 2.0 / 3.0, math.sqrt(2.0) / 6.0, 2.0 / 3.0,
                       2.0 / 3.0, math.sqrt(2.0) / 6.0, 2.0 / 3.0, math.sqrt(2.0) / 6.0])
-STACK = 4096  # cells an avalanche may have waiting; more are left for a later visit
+#: cells an avalanche may have waiting: a full stack drops the cells it holds twice
+#: (:func:`_unique_cells`); only more distinct cells than this are left for a later visit
+STACK = 4096
 AVALANCHE_TOL = 1e-10  # slope (cell units per cell) a pair may exceed the repose by
 
 #: keys of the 2020 particle model, still accepted in presets and ignored
@@ -227,6 +229,14 @@ class WindKernel(NamedTuple):
 
 
 @njit(cache=True)
+def _unique_cells(stack, n):
+    """Keep each cell of ``stack[:n]`` once (in cell order); returns the new count."""
+    cells = np.unique(stack[:n])
+    stack[:cells.size] = cells
+    return cells.size
+
+
+@njit(cache=True)
 def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment, eroded,
               deposited, erodibility):
     """Relax loose sand around flat cell ``start`` until no sediment rests steeper than
@@ -265,9 +275,13 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
             moves += 1
             moved = True
             hi_ = height[i]
+            if n >= stack.size - 1:
+                n = _unique_cells(stack, n)
             if n < stack.size - 1:
                 stack[n] = j
                 n += 1
+        if moved and n >= stack.size:
+            n = _unique_cells(stack, n)
         if moved and n < stack.size:
             stack[n] = i
             n += 1
