@@ -40,15 +40,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import struct
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .errors import UserError
+from .formats import images
 
 #: processes that see the whole map (stage 1); every other enabled process is detail
 GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
@@ -621,18 +620,6 @@ def load_world(store: str | Path):
 
 # -- heightmap tiles ------------------------------------------------------------------
 
-def _png16(gray: np.ndarray) -> bytes:
-    rows, cols = gray.shape
-    raw = b"".join(b"\x00" + gray[r].astype(">u2").tobytes() for r in range(rows))
-
-    def chunk(tag: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + tag + data
-                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
-    ihdr = struct.pack(">IIBBBBB", cols, rows, 16, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw, 6))
-            + chunk(b"IEND", b""))
-
-
 def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy") -> list[Path]:
     """Each tile core's heights (world units) as ``tile_r{i}_c{j}.npy``, or as 16-bit
     gray PNG over the world's height range (``tiles.json`` says which range)."""
@@ -659,7 +646,7 @@ def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy
         if fmt == "png":
             span = (hi - lo) or 1.0
             gray = np.round((part - lo) / span * 65535.0).astype(np.uint16)
-            data = _png16(gray)
+            data = images.png_bytes(gray)
             files.append(atomic_write(out / name, lambda f, d=data: f.write(d)))
         else:
             files.append(atomic_write(out / name,
