@@ -1,4 +1,4 @@
-"""Tiled worlds on dask.distributed (issue 25): wall time and peak memory per worker.
+"""Tiled worlds on dask.distributed: wall time and peak memory per worker.
 
 A generated upland world of SIZE x SIZE 30 m cells, eroded with the default preset
 

@@ -450,7 +450,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cluster_args(args: argparse.Namespace):
-    """The dask client of --workers / --scheduler / --threads (issue 25)."""
+    """The dask client of --workers / --scheduler / --threads."""
     from .cluster import client
 
     return client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,

@@ -1,4 +1,4 @@
-"""A dask.distributed client for the command line's tiles and sweeps (issue 25).
+"""A dask.distributed client for the command line's tiles and sweeps.
 
 Command-line only: the Blender extension never imports this module (nor dask). A local
 cluster of worker *processes* by default (``workers``), or any running scheduler

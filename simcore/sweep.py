@@ -1,4 +1,4 @@
-"""Preset sweeps (issue 25): every (input, preset, seed) as one dask task.
+"""Preset sweeps: every (input, preset, seed) as one dask task.
 
     python -m simcore sweep --preset default,alpine --seed 1..20 --input maps/*.npy \\
         --cell-size 30 --output sweep/

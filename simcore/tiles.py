@@ -1,4 +1,4 @@
-"""Seamless tiled erosion on dask.distributed, into a Zarr store (issue 25).
+"""Seamless tiled erosion on dask.distributed, into a Zarr store.
 
     python -m simcore tile --input world.npy --cell-size 30 --tiles 4 --output world.zarr
 

@@ -1,4 +1,4 @@
-"""Dunes that ignore the grid and come in families (issue 23), with the desert preset's
+"""Dunes that ignore the grid and come in families, with the desert preset's
 wind on fixed seeds: the same dunes turned with the wind at 0, 22.5 and 45 degrees to
 the grid; barchans from a thin patchy sand cover, transverse ridges from a thick one,
 linear dunes from two winds. Figures from ``simcore.landforms``."""

@@ -1,4 +1,4 @@
-"""Preset sweeps on dask.distributed (issue 25): every combination a task, each
+"""Preset sweeps on dask.distributed: every combination a task, each
 result with its preview, one table; a bad input is a row, not the end of the sweep."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def test_sweep_of_two_presets_by_four_seeds_with_a_bad_input(tmp_path):
 def test_the_extension_never_imports_dask_or_zarr():
     """Dask and zarr are the command line's: importing simcore -- every module the
     add-on uses, and the CLI's tile and sweep modules themselves -- loads neither, and
-    the add-on names none of them (issue 25)."""
+    the add-on names none of them."""
     code = ("import sys, pkgutil, importlib, simcore, simcore.processes, simcore.formats\n"
             "for pkg in (simcore, simcore.processes, simcore.formats):\n"
             "    for m in pkgutil.iter_modules(pkg.__path__):\n"

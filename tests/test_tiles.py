@@ -1,4 +1,4 @@
-"""Tiled worlds on dask.distributed (issue 25): seamless tiles, world-keyed particles,
+"""Tiled worlds on dask.distributed: seamless tiles, world-keyed particles,
 re-runs after a lost worker that change nothing, the Zarr store read tile by tile."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from ..terrain import Terrain
 STREAM_ID = 2
 
 
-class _Kernel(NamedTuple):
+class Kernel(NamedTuple):
     """Snowball constants in cell units (see :class:`SnowballParams`)."""
 
     erosion_rate: float  # cell volume per step at full steepness
@@ -82,10 +82,10 @@ class SnowballParams(Params):
     batch: int = param(4096, 1, 1_000_000, "snowballs", "snowballs per batch",
                        soft_hi=65536)
 
-    def kernel(self, cell_size: float = 1.0) -> _Kernel:
+    def kernel(self, cell_size: float = 1.0) -> Kernel:
         """Kernel constants in cell units for a grid of ``cell_size`` world units."""
         c = float(cell_size)
-        return _Kernel(float(self.erosion_rate) / c ** 3, float(self.deposition_rate),
+        return Kernel(float(self.erosion_rate) / c ** 3, float(self.deposition_rate),
                        float(self.speed) / c, float(self.friction),
                        min(float(self.radius) / c, 4.0), int(self.max_iterations),
                        float(self.iteration_scale), float(self.min_slope),
@@ -96,7 +96,7 @@ class SnowballParams(Params):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _run_batch(seed, first, count, p, cdf, height, bedrock, sediment, eroded, deposited,
                erodibility):
-    """Roll snowballs ``first .. first+count-1`` (``p``: a :class:`_Kernel`); returns
+    """Roll snowballs ``first .. first+count-1`` (``p``: a :class:`Kernel`); returns
     (material off the grid, steps)."""
     rows, cols = height.shape
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)

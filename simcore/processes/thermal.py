@@ -112,7 +112,7 @@ class ThermalParams(Params):
     batch: int = param(1, 1, 100_000, "passes", "grid passes per batch", soft_hi=100)
 
 
-class _Kernel(NamedTuple):
+class Kernel(NamedTuple):
     """Per-pass constants in cell units."""
 
     talus: float  # tan(talus angle)
@@ -123,10 +123,10 @@ class _Kernel(NamedTuple):
     creep: float  # cells^2 per pass (0 = off)
 
 
-def _kernel_params(p: ThermalParams, cell: float) -> _Kernel:
+def _kernel_params(p: ThermalParams, cell: float) -> Kernel:
     """Cell-unit constants of a pass."""
     rock = math.tan(math.radians(p.rock_angle)) if p.rock_angle < 90.0 else math.inf
-    return _Kernel(math.tan(math.radians(p.talus_angle)), rock, p.weathering / cell,
+    return Kernel(math.tan(math.radians(p.talus_angle)), rock, p.weathering / cell,
                    p.soil_depth / cell, p.settling, p.creep / (cell * cell))
 
 

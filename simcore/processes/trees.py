@@ -44,7 +44,7 @@ MAX_SPREAD_CELLS = 64
 MAX_ROOT_CELLS = 16.0
 
 
-class TreeKernel(NamedTuple):
+class Kernel(NamedTuple):
     """What the tree kernels read (cells, fractions, counts)."""
 
     spawn_tries: int
@@ -112,10 +112,10 @@ class TreeParams(Params):
             return float(max(legacy, 0.5))
         return float(min(max(self.root_distance / cell_size, 0.5), MAX_ROOT_CELLS))
 
-    def kernel(self, cell_size: float = 1.0) -> TreeKernel:
+    def kernel(self, cell_size: float = 1.0) -> Kernel:
         """The kernels' parameters, by name, on a grid of ``cell_size`` world units (a
         named tuple the njit kernels read; ``tree_height`` is for drawing only)."""
-        return TreeKernel(int(self.spawn_tries), float(self.spread_chance),
+        return Kernel(int(self.spawn_tries), float(self.spread_chance),
                           self.spread_cells(cell_size), float(self.death_chance),
                           float(self.max_stream), float(self.max_steepness),
                           float(self.start_size), float(self.max_size),

@@ -52,7 +52,7 @@ Runs on one thread, particles in index order: the result depends only on
 
 Kernel units: heights are cell units (world height / cell size), volumes cell units x
 cells; :meth:`WindParams.kernel` converts the world-unit parameters into a
-:class:`WindKernel` named tuple.
+:class:`Kernel` named tuple.
 """
 
 from __future__ import annotations
@@ -165,12 +165,12 @@ class WindParams(Params):
         return super().from_dict({k: v for k, v in data.items() if k not in LEGACY_KEYS},
                                  where)
 
-    def kernel(self, cell_size: float = 1.0) -> WindKernel:
+    def kernel(self, cell_size: float = 1.0) -> Kernel:
         """Parameters in kernel units for a grid of ``cell_size`` metres."""
         a = math.radians(self.direction)
         a2 = math.radians(self.direction2)
         cs = float(cell_size)
-        return WindKernel(
+        return Kernel(
             ux=math.cos(a), uy=math.sin(a),
             ux2=math.cos(a2), uy2=math.sin(a2), share2=self.share2,
             splash=self.splash,
@@ -197,7 +197,7 @@ class WindParams(Params):
             adaptation=self.adaptation)
 
 
-class WindKernel(NamedTuple):
+class Kernel(NamedTuple):
     """WindParams in kernel units (lengths in cells, volumes in cell units x cells)."""
 
     ux: float  # unit wind vector
