@@ -6,10 +6,19 @@ write that fails there -- a full disk, a quota, a folder made read-only after st
 raises out of the kernel call in numba and ends the run. :func:`install` makes such a
 failure, for this package's kernels only, one warning per process: the kernel is
 compiled and runs as usual, it is just compiled again next time.
+
+A cache index numba cannot read back -- written by an earlier version of this package
+whose kernels took a type since renamed (numba unpickles the index before it checks
+that it is stale), or damaged -- is stale: it is removed and the kernel compiled again,
+where numba would raise (AttributeError: Can't get attribute '_Kernel' ...) out of the
+first run after an upgrade, since the cache folder outlives the extension's files.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
 import warnings
 
 #: the package whose kernels are guarded ("simcore", or the add-on's vendored copy)
@@ -23,6 +32,19 @@ class CacheWarning(UserWarning):
 def _ours(cache, roots: set[str]) -> bool:
     module = getattr(getattr(cache, "_py_func", None), "__module__", None) or ""
     return any(module == root or module.startswith(root + ".") for root in roots)
+
+
+#: what reading an index numba cannot use raises: a type or module gone since it was
+#: written, a truncated or damaged file
+STALE_INDEX = (AttributeError, ImportError, EOFError, pickle.UnpicklingError)
+
+
+def _drop_index(cache) -> None:
+    """Remove the index file of ``cache`` (numba then starts a fresh one)."""
+    path = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if path:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def install() -> None:
@@ -39,11 +61,27 @@ def install() -> None:
         roots.add(_ROOT)
         return
     original = current
+    original_load = caching.Cache.load_overload
     warned: list[str] = []
+
+    def load_overload(self, *args, **kwargs):
+        try:
+            return original_load(self, *args, **kwargs)
+        except STALE_INDEX:
+            if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
+                raise
+            _drop_index(self)
+            return None  # not cached: numba compiles it
 
     def save_overload(self, *args, **kwargs):
         try:
-            return original(self, *args, **kwargs)
+            try:
+                return original(self, *args, **kwargs)
+            except STALE_INDEX:
+                if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
+                    raise
+                _drop_index(self)
+                return original(self, *args, **kwargs)
         except OSError as exc:
             if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
                 raise
@@ -59,6 +97,7 @@ def install() -> None:
 
     save_overload._terrain_erosion_roots = {_ROOT}  # type: ignore[attr-defined]
     caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
+    caching.Cache.load_overload = load_overload  # type: ignore[method-assign]
 
 
 install()  # every module with kernels imports this one before its first kernel runs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import stat
 import subprocess
@@ -487,3 +488,46 @@ def test_a_full_disk_under_numbas_cache_is_a_warning_not_a_failure(tmp_path):
     assert "Traceback" not in res.stderr
     assert res.stderr.count("numba could not write its cache") == 1, res.stderr[-2000:]
     assert "No space left" in res.stderr
+
+
+_THERMAL_RUN = textwrap.dedent("""
+    from simcore.simulation import Simulation, process_params
+    from simcore.terrain import Terrain
+    from simcore.noise import fractal_terrain
+    t = Terrain.from_heights(fractal_terrain(24, seed=1), 1.0)
+    Simulation(t, {"thermal": process_params("thermal")}, seed=1, particles=10).run()
+    print("ran", flush=True)
+""")
+
+
+@pytest.mark.parametrize("damage", [
+    b"\x80\x02csimcore.processes.thermal\n_Gone\nq\x00.",  # a type renamed since
+    b"",  # a truncated file
+])
+def test_a_cache_index_from_an_earlier_version_is_stale_not_a_failure(tmp_path, damage):
+    """The cache folder outlives an upgrade of the extension; numba unpickles a kernel's
+    index before it checks that it is stale, so an index naming a type the new code no
+    longer has (a NamedTuple renamed) raised AttributeError out of the first run. It is
+    dropped now, the kernel compiled again and the index written afresh."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+
+    def run():
+        return subprocess.run([sys.executable, "-c", _THERMAL_RUN], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    assert run().returncode == 0
+    indexes = [p for p in (tmp_path / "numba-cache").rglob("*.nbi") if "thermal" in p.name]
+    assert indexes, "the first run cached thermal's kernels"
+    for path in indexes:
+        with open(path, "rb") as f:
+            version = pickle.load(f)
+        path.write_bytes(pickle.dumps(version) + damage)
+    res = run()
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.splitlines()[-1] == "ran"
+    assert "Traceback" not in res.stderr
+    for path in indexes:  # written afresh, readable by numba
+        with open(path, "rb") as f:
+            pickle.load(f)
+            stamp, overloads = pickle.loads(f.read())
+        assert overloads
