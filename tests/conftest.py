@@ -15,8 +15,10 @@ from hypothesis import HealthCheck, settings
 ROOT = Path(__file__).resolve().parent.parent
 
 # numba compiles on first use: no per-example deadline; keep runs short on 2 cores.
-settings.register_profile("project", deadline=None, max_examples=40,
-                          suppress_health_check=[HealthCheck.too_slow])
+# Derandomized: every run tries the same examples, so a property test fails on every
+# run or on none (a failure found at random once failed one CI run and passed the next)
+settings.register_profile("project", deadline=None, max_examples=40, derandomize=True,
+                          print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("project")
 
 #: particles (or passes, cycles) per batch at most in tests: a round stays small

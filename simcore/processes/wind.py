@@ -280,8 +280,6 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
             if n < stack.size - 1:
                 stack[n] = j
                 n += 1
-        if moved and n >= stack.size:
-            n = _unique_cells(stack, n)
         if moved and n < stack.size:
             stack[n] = i
             n += 1
