@@ -6,9 +6,11 @@ horizontal = local x real scale; heights = local x real scale / Vertical Exagger
 or x real scale only with Keep Exaggeration, the shape as the viewport shows it). The
 layers are the add-on's float layers (sediment, streams, pools, trees, ...; bedrock
 and maps that are zero everywhere left out), depths in metres, 0..1 maps as they are.
-Every check (the object, the folder, the name, the size) comes before the first file,
-and a set is written all or nothing; a UserError is reported by the operator
-(addon/boundary.py) and leaves the folder as it was.
+The set is named ``<object>_tiles`` unless a Name is given, so its sidecar is not the
+map export's ``<object>.json``; a Name whose ``.json`` is another sidecar (a map
+export's) is refused. Every check (the object, the folder, the name, the size) comes
+before the first file, and a set is written all or nothing; a UserError is reported by
+the operator (addon/boundary.py) and leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ def layer_maps(obj: bpy.types.Object, grid: gridio.Grid, metres: float
     return layers, tuple(fractions)
 
 
+def default_name(obj: bpy.types.Object) -> str:
+    """The tile set's name when none is given: ``<object>_tiles``, so its sidecar
+    ``<object>_tiles.json`` is never the map export's ``<object>.json``."""
+    return f"{bpy.path.clean_name(obj.name)}_tiles"
+
+
 def export_engine_tiles(obj: bpy.types.Object, folder: str | os.PathLike, name: str = "",
                         engine: str = "unreal", size: int = 1009,
                         tiles: tuple[int, int] | None = None,
@@ -70,7 +78,8 @@ def export_engine_tiles(obj: bpy.types.Object, folder: str | os.PathLike, name: 
     if problem:
         raise gridio.GridError(problem)
     et.check_size(engine, size)
-    name = et.check_name(name or bpy.path.clean_name(obj.name))
+    # not <object>.json: that is the map export's sidecar (Export Maps' default Name)
+    name = et.check_name(name or default_name(obj))
     path = check_export_folder(folder)  # the map export's checks and messages
     grid = gridio.detect_grid(obj.data)
     scale = obj.terrain_erosion.real_scale(grid.rows, grid.cols, grid.cell_size)
@@ -100,8 +109,10 @@ class TERRAIN_OT_export_engine_tiles(ExportToFolder, bpy.types.Operator):
 
     directory: bpy.props.StringProperty(name="Folder", subtype='DIR_PATH',
                                         description="Folder the tiles are written to")
-    basename: bpy.props.StringProperty(name="Name", default="",
-                                       description="File name prefix (empty: object name)")
+    basename: bpy.props.StringProperty(
+        name="Name", default="",
+        description="File name prefix (empty: the object's name + _tiles, apart from the "
+                    "map export's files)")
     engine: bpy.props.EnumProperty(name="Engine", items=ENGINES, default='UNREAL')
     unreal_size: _sizes("unreal", 1009)
     unity_size: _sizes("unity", 1025)

@@ -310,7 +310,8 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     All or nothing: the maps, rivers, lakes and the sidecar are written into a staging
     folder inside ``folder`` and moved in when all are written (simcore/staging.py),
     replacing the earlier export of the same name as a whole; a failure part-way
-    leaves the earlier set exactly as it was."""
+    leaves the earlier set exactly as it was. An engine-tiles set's sidecar of the
+    same name is never replaced (OutputPathError, nothing written)."""
     problem = gridio.object_problem(obj)
     if problem:
         raise gridio.GridError(problem)
@@ -326,6 +327,9 @@ def export_maps(obj: bpy.types.Object, folder: str | os.PathLike, basename: str 
     maps = _layers(obj, grid)  # ours only: no map is named 'layers' (the multi-layer EXR)
     estimate = len(maps) * grid.rows * grid.cols * 6 * len(formats)
     check_output(folder / f"{base}.json", estimate)
+    sidecar_file.check_replaceable(  # an engine-tiles set's: never replaced
+        folder, base, sidecar_file.MAPS, "give the export another Name (the tile set's "
+        "default is <object>_tiles), or export to another folder")
     previous = sidecar_file.listed_files(folder, base)
     with staging.Staging(folder) as stage:
         names = _write_set(obj, stage.path, base, formats, maps, grid, scale,

@@ -369,7 +369,7 @@ def cmd_engine_tiles(args: argparse.Namespace) -> int:
         raise CliError(f"{args.state}: use an .npz state or a .npy heightmap")
     formats = ("png", "r16") if args.format == "both" else (args.format,)
     files, side = et.write_tiles(
-        args.out, args.name or Path(args.state).stem, heights, cell, args.engine,
+        args.out, args.name or f"{Path(args.state).stem}_tiles", heights, cell, args.engine,
         args.size, layers, fractions, tiles, formats, args.layer_bits,
         facts={"source_file": Path(args.state).name, **facts})
     for text in side["warnings"]:
@@ -586,7 +586,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--layer-bits", type=int, choices=(8, 16), default=8,
                    help="bits of the layer weight maps (8)")
     t.add_argument("--no-layers", action="store_true", help="heights only")
-    t.add_argument("--name", help="file name prefix (default: the input's name)")
+    t.add_argument("--name", help="file name prefix (default: the input's name + "
+                   "_tiles, apart from a map export's <name>.json)")
     t.add_argument("--cell-size", type=float, help="for a .npy input: world distance "
                    "between samples (1)")
     t.add_argument("--quiet", action="store_true", help="no message on stderr")

@@ -11,7 +11,10 @@ exactly the previous set, byte for byte, and the staging folder is removed.
 
 Only a process killed during the few renames of a commit can leave a mix (the aside
 folder then still holds the previous files). Staging and aside folders of a process
-that no longer runs are removed by the next transaction in the same folder.
+that no longer runs are removed by the next transaction in the same folder, and
+staging folders of this process; an aside folder of this process never is, nor one a
+failed rollback marked (:data:`KEEP`): a rollback that could not put every previous
+file back keeps them there and says so, for the user to move back by hand.
 
 Plain file operations (no bpy), used by addon/bake.py, addon/export.py and
 simcore/formats/engine_tiles.py. The folder names are a public surface of sorts: folders
@@ -41,15 +44,25 @@ def is_transaction_folder(name: str) -> bool:
     return _OURS.fullmatch(name) is not None
 
 
-def _stale(pid: int) -> bool:
-    """True for a folder of a process that no longer runs, or of this one (its
-    transaction is over: one at a time per process)."""
-    return pid == os.getpid() or not _pid_alive(pid)
+#: written into an aside folder whose previous files could not be put back: the
+#: folder is then the user's to empty (the error said so), never swept
+KEEP = "te-rollback-failed.txt"
+
+
+def _stale(kind: str, pid: int) -> bool:
+    """True for a folder of a process that no longer runs, or a staging folder of this
+    one (its transaction is over: one at a time per process). An aside folder of this
+    process is never stale: one left behind holds the previous files a failed rollback
+    could not put back, which the error told the user to move back by hand."""
+    if pid == os.getpid():
+        return kind == "staging"
+    return not _pid_alive(pid)
 
 
 def sweep(folder: Path) -> None:
     """Remove staging and aside folders in ``folder`` left by processes that no longer
-    run (killed mid-bake) or by this one (a clean-up that failed)."""
+    run (killed mid-bake) and staging folders of this one (a clean-up that failed);
+    never an aside folder marked :data:`KEEP` (a failed rollback's)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -57,7 +70,8 @@ def sweep(folder: Path) -> None:
     for entry in entries:
         match = _OURS.fullmatch(entry.name)
         if match and entry.is_dir(follow_symlinks=False) \
-                and _stale(int(match.group(2))):
+                and _stale(match.group(1), int(match.group(2))) \
+                and not os.path.lexists(os.path.join(entry.path, KEEP)):
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
@@ -110,6 +124,7 @@ class Staging:
         except BaseException as exc:
             lost = self._roll_back(moved_in, aside)
             if lost:
+                self._keep(lost)
                 raise OutputPathError(
                     f"cannot write {doing} and could not put back {', '.join(lost)}: the "
                     f"previous files are in {self.aside}; move them back by hand") from None
@@ -118,6 +133,16 @@ class Staging:
                 raise OutputPathError(describe_os_error(exc, doing)) from None
             raise
         self._remove(self.aside)
+
+    def _keep(self, lost: list[str]) -> None:
+        """Mark the aside folder as holding previous files to put back by hand, so no
+        later transaction (of this process or another) sweeps it; best effort (a full
+        disk: this process still keeps it, :func:`_stale`)."""
+        with contextlib.suppress(OSError):
+            (self.aside / KEEP).write_text(
+                f"Terrain Erosion could not put these files back into {self.folder}: "
+                f"{', '.join(lost)}. Move them back by hand, then delete this folder.\n",
+                "utf-8")
 
     def _roll_back(self, moved_in: list[str], aside: list[str]) -> list[str]:
         """Undo a commit's renames; returns the previous files that could not be put

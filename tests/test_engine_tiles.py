@@ -72,7 +72,7 @@ def test_tiles_reimport_into_the_source_grid(tmp_path, capsys, engine, size, sha
     assert main(["engine-tiles", str(path), "--engine", engine, "--size", str(size),
                  "--out", str(out), "--format", "both", "--layer-bits", "16"]) == 0
     assert "wrote" in capsys.readouterr().err
-    side = json.loads((out / "world.json").read_text())
+    side = json.loads((out / "world_tiles.json").read_text())
     rows, cols = shape
     q = size - 1
     assert (side["tiles_x"], side["tiles_y"]) == ((cols - 1) // q, (rows - 1) // q)
@@ -82,7 +82,7 @@ def test_tiles_reimport_into_the_source_grid(tmp_path, capsys, engine, size, sha
     source = t.world_height()
     step = (source.max() - source.min()) / 65535
     for fmt in ("png", "r16"):
-        back = et.read_tiles(out / "world.json", fmt)
+        back = et.read_tiles(out / "world_tiles.json", fmt)
         err = np.abs(back.heights - source).max()
         assert err <= 0.5 * step * (1 + 1e-9), (fmt, err, step)
         assert_shared_edges(side, out, fmt)
@@ -192,10 +192,10 @@ def test_a_world_smaller_than_one_tile_is_resampled_up_with_a_warning(tmp_path, 
                  "--out", str(tmp_path / "o"), "--cell-size", "25"]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "resampled up" in err and "127" in err
-    side = json.loads((tmp_path / "o" / "small.json").read_text())
+    side = json.loads((tmp_path / "o" / "small_tiles.json").read_text())
     assert side["tile_count"] == 1 and side["resampled"] and side["warnings"]
     assert side["cell_size_x"] == pytest.approx(39 * 25 / 504)
-    back = et.read_tiles(tmp_path / "o" / "small.json")
+    back = et.read_tiles(tmp_path / "o" / "small_tiles.json")
     assert back.heights.shape == (505, 505)
 
 
@@ -283,3 +283,63 @@ def test_raw_rows_run_as_each_engine_reads_them(tmp_path, engine, size):
             assert np.array_equal(r16, png)
     north = max(side["tiles"], key=lambda t: t["row_from_south"])
     assert north["y"] == (0 if engine == "unreal" else 1)
+
+
+def test_tiles_never_replace_a_map_exports_sidecar(tmp_path):
+    """The reviewer's case: Export Maps wrote Terrain.json (cells 1, heights 0..5),
+    then tiles named Terrain into the same folder moved it aside and deleted it, and
+    the next import of Terrain_height.png read the tiles' numbers. Now the tiles are
+    refused, naming the file, and the folder is left as it was; a set of another name
+    sits beside the maps."""
+    from simcore.formats import sidecar as sc
+
+    rows = cols = 127
+    h = np.linspace(0, 5, rows * cols).reshape(rows, cols)
+    facts = sc.Facts(rows, cols, 1.0, 1.0, -63.0, -63.0, 0.0, 5.0, 0.0, 1.0)
+    side = sc.build(facts, addon_version="x", simcore_version="y", object_name="Terrain",
+                    object_scale=[1, 1, 1], real_cell_size=39.7, real_size_automatic=True,
+                    real_scale=39.7, maps={"height": {"min": 0.0, "max": 5.0, "files": {
+                        "PNG": "Terrain_height.png"}}})
+    sc.write(tmp_path / "Terrain.json", side)
+    (tmp_path / "Terrain_height.png").write_bytes(b"png")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(UserError, match=r"Terrain\.json: it is a map export's sidecar.*"
+                       "another name"):
+        et.write_tiles(tmp_path, "Terrain", h * 39.7, 39.7, "unreal", 127)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    got = sc.read_facts(sc.read(tmp_path / "Terrain_height.png"),
+                        tmp_path / "Terrain_height.png", (rows, cols), True, False,
+                        (0.01, 100.0))
+    assert (got.cell_size_x, got.height_max) == (1.0, 5.0)
+    files, _ = et.write_tiles(tmp_path, "Terrain_tiles", h * 39.7, 39.7, "unreal", 127)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()
+            if p.name in before} == before
+    assert files[-1].name == "Terrain_tiles.json"
+    # a file of the user's is not replaced either; an earlier tile set is, as ever
+    (tmp_path / "notes.json").write_text("{}")
+    with pytest.raises(UserError, match="notes.json: it is not the sidecar"):
+        et.write_tiles(tmp_path, "notes", h, 1.0, "unreal", 127)
+    assert (tmp_path / "notes.json").read_text() == "{}"
+    et.write_tiles(tmp_path, "Terrain_tiles", h, 1.0, "unreal", 127, formats=("r16",))
+    assert not (tmp_path / "Terrain_tiles_height_x0_y0.png").exists()
+
+
+def test_a_set_written_before_is_still_replaced_as_a_whole(tmp_path):
+    """A tile sidecar as earlier versions wrote it (kind engine_tiles, its tiles'
+    files): a rewrite of the same name replaces exactly its files."""
+    h = world(65, 65)
+    et.write_tiles(tmp_path, "old", h, 1.0, "unity", 33, formats=("png", "r16"))
+    (tmp_path / "old_height_x9_y9.png").write_bytes(b"not listed: a user's")
+    et.write_tiles(tmp_path, "old", h, 1.0, "unity", 33)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"old_height_x{i}_y{j}.png" for i in (0, 1) for j in (0, 1)]
+        + ["old.json", "old_height_x9_y9.png"])
+
+
+def test_the_cli_names_the_set_apart_from_the_maps(tmp_path):
+    path = tmp_path / "h.npy"
+    save_heights(path, world(40, 40))
+    assert main(["engine-tiles", str(path), "--engine", "unity", "--size", "33",
+                 "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert (tmp_path / "o" / "h_tiles.json").is_file()
+    assert not (tmp_path / "o" / "h.json").exists()

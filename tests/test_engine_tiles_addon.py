@@ -64,7 +64,7 @@ def test_tiles_from_blender_reimport_into_the_grid(blender, tmp_path, engine, si
     assert bpy.ops.terrain.export_engine_tiles(
         directory=str(tmp_path), engine=engine, height_format='BOTH', layer_bits='16',
         **kw) == {'FINISHED'}
-    side = json.loads((tmp_path / "Island.json").read_text())
+    side = json.loads((tmp_path / "Island_tiles.json").read_text())
     assert side["engine"] == engine.lower() and side["tile_size"] == size
     assert (side["tiles_x"], side["tiles_y"]) == (2, 2) and not side["resampled"]
     assert side["object"] == "Island" and side["cell_size_x"] == pytest.approx(1.0)
@@ -74,7 +74,7 @@ def test_tiles_from_blender_reimport_into_the_grid(blender, tmp_path, engine, si
             assert (tmp_path / f).is_file()
     step = (z.max() - z.min()) / 65535
     for fmt in ("png", "r16"):
-        back = et.read_tiles(tmp_path / "Island.json", fmt)
+        back = et.read_tiles(tmp_path / "Island_tiles.json", fmt)
         assert back.heights.shape == (g.rows, g.cols)
         assert np.abs(back.heights - z).max() <= 0.5 * step * (1 + 1e-6)
     assert set(back.layers) == set(layers), "zero layers (wind) are left out"
@@ -120,7 +120,7 @@ def test_a_grid_off_the_engine_size_is_resampled_with_a_note(blender, tmp_path):
     obj = add_grid(bpy, n=40, size=4.0, name="Odd")
     files, side = te.engine_tiles.export_engine_tiles(obj, tmp_path, "", "unity", 33)
     assert side["resampled"] and side["resampling"]["to"] == [65, 65]
-    assert files[-1].name == "Odd.json"
+    assert files[-1].name == "Odd_tiles.json"
 
 
 def test_bad_inputs_get_a_clear_message(blender, tmp_path):
@@ -187,3 +187,24 @@ def test_file_export_menu_has_the_entry(blender):
     assert ("operator", "terrain.export_engine_tiles", "Terrain Tiles (Unreal/Unity)") \
         in rec.log
     assert te.engine_tiles._menu_export in bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+
+
+def test_maps_and_tiles_of_one_object_share_a_folder(blender, tmp_path):
+    """Export Maps' sidecar is <object>.json; the tiles' default name is
+    <object>_tiles, so both sets sit side by side and the map import still reads the
+    maps' numbers. Tiles given the maps' name are refused, naming the file, and leave
+    the folder as it was."""
+    obj = add_grid(bpy, n=33, size=6.4, relief=1.5, name="Terrain")
+    te.export.export_maps(obj, tmp_path, "", ("PNG",))
+    maps = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert bpy.ops.terrain.export_engine_tiles(
+        directory=str(tmp_path), engine='UNITY', unity_size='33') == {'FINISHED'}
+    assert (tmp_path / "Terrain_tiles.json").is_file()
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in maps} == maps
+    with pytest.raises(RuntimeError, match=r"Terrain\.json: it is a map export's sidecar"):
+        bpy.ops.terrain.export_engine_tiles(directory=str(tmp_path), basename="Terrain",
+                                            engine='UNITY', unity_size='33')
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in maps} == maps
+    new = te.export.import_heightmap(tmp_path / "Terrain_height.png")
+    g, g2 = te.grid.detect_grid(obj.data), te.grid.detect_grid(new.data)
+    assert g2.cell_x == pytest.approx(g.cell_x) and (g2.rows, g2.cols) == (33, 33)

@@ -163,3 +163,24 @@ def test_both_export_operators_say_why_they_are_unavailable(blender):
             op()
     add_grid(bpy, n=8)
     assert bpy.ops.terrain.export_maps.poll() and bpy.ops.terrain.export_engine_tiles.poll()
+
+
+def test_an_engine_tiles_sidecar_is_never_replaced_or_read_as_the_maps(blender, tmp_path):
+    """Tiles named like the maps (an earlier version's default, or a Name given) wrote
+    <name>.json; the map export used to replace it, and an import read it as the maps'
+    sidecar. The export is refused, naming the file; the import says what it is."""
+    obj = add_grid(bpy, n=17, size=2.0, relief=0.4, name="Grid")
+    te.engine_tiles.export_engine_tiles(obj, tmp_path, "Grid", "unity", 33)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(te.simcore.errors.UserError,
+                       match=r"Grid\.json: it is the sidecar of a Terrain Erosion "
+                             "engine_tiles set.*another Name"):
+        te.export.export_maps(obj, tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    (tmp_path / "maps").mkdir()
+    te.export.export_maps(obj, tmp_path / "maps", "", ("PNG",))
+    (tmp_path / "Grid_height.png").write_bytes((tmp_path / "maps" / "Grid_height.png")
+                                               .read_bytes())
+    with pytest.raises(te.simcore.errors.UserError, match=r"Grid\.json is a Terrain "
+                       "Erosion 'engine_tiles' sidecar, not a map export's"):
+        te.export.import_heightmap(tmp_path / "Grid_height.png")

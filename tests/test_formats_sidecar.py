@@ -432,3 +432,51 @@ def test_the_cli_exports_header_is_read_back_by_the_same_reader(tmp_path, monkey
     assert got == fmt.Facts(20, 20, 30.0, 30.0, None, None, float(h.min()), float(h.max()),
                             19 * 30.0, 1.0)
     assert side["image_rows"] == fmt.IMAGE_ROWS
+
+
+def test_an_engine_tiles_sidecar_is_never_read_as_a_map_export(tmp_path):
+    """An engine-tiles set named like the maps (<name>.json) once replaced their
+    sidecar; the import then took the tiles' cell size and height range for the map's
+    (cell 39.7 and heights 0..198.5 for a map of cells 1, heights 0..5) without a
+    word. A sidecar with a ``kind`` is refused by name, and lists nothing to replace."""
+    from simcore.formats import engine_tiles as et
+
+    rows = cols = 127
+    h = np.linspace(0, 5, rows * cols).reshape(rows, cols)
+    et.write_tiles(tmp_path, "Terrain", h * 39.7, 39.7, "unreal", 127)
+    (tmp_path / "Terrain_height.png").write_bytes(b"png")
+    with pytest.raises(InputFileError, match=r"Terrain\.json is a Terrain Erosion "
+                       r"'engine_tiles' sidecar, not a map export's"):
+        fmt.read(tmp_path / "Terrain_height.png")
+    assert fmt.listed_files(tmp_path, "Terrain") == []
+    assert fmt.listed_files(tmp_path, "Terrain", "engine_tiles")[0] == "Terrain.json"
+    # any other kind too; a map sidecar (no kind) as ever
+    side = json.loads(WRITTEN)
+    (tmp_path / "Wet.json").write_text(json.dumps({**side, "kind": "atlas"}))
+    with pytest.raises(InputFileError, match="Wet.json .*'atlas'"):
+        fmt.read(tmp_path / "Wet_height.png")
+    (tmp_path / "Wet.json").write_text(WRITTEN)
+    assert fmt.read(tmp_path / "Wet_height.png")["rows"] == 24
+
+
+def test_neither_writer_replaces_the_others_sidecar(tmp_path):
+    """check_replaceable: a map export refuses an engine-tiles sidecar of its name,
+    engine tiles refuse a map export's sidecar (and, any_file, any other file); each
+    replaces its own kind's."""
+    from simcore.errors import OutputPathError
+
+    (tmp_path / "Wet.json").write_text(WRITTEN)
+    fmt.check_replaceable(tmp_path, "Wet", fmt.MAPS, "rename")
+    fmt.check_replaceable(tmp_path, "none", "engine_tiles", "rename", any_file=True)
+    with pytest.raises(OutputPathError, match=r"Wet\.json: it is a map export's "
+                       "sidecar, which this would replace; rename it"):
+        fmt.check_replaceable(tmp_path, "Wet", "engine_tiles", "rename it")
+    tiles = {**json.loads(WRITTEN), "kind": "engine_tiles"}
+    (tmp_path / "T.json").write_text(json.dumps(tiles))
+    fmt.check_replaceable(tmp_path, "T", "engine_tiles", "rename", any_file=True)
+    with pytest.raises(OutputPathError, match="engine_tiles set"):
+        fmt.check_replaceable(tmp_path, "T", fmt.MAPS, "rename")
+    (tmp_path / "mine.json").write_text("{}")
+    fmt.check_replaceable(tmp_path, "mine", fmt.MAPS, "rename")  # as the export always did
+    with pytest.raises(OutputPathError, match="mine.json: it is not the sidecar"):
+        fmt.check_replaceable(tmp_path, "mine", "engine_tiles", "rename", any_file=True)

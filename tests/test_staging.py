@@ -87,3 +87,49 @@ def test_leftovers_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
 def test_a_folder_that_cannot_hold_a_staging_folder_is_a_user_error(tmp_path):
     with pytest.raises(OutputPathError):
         staging.Staging(tmp_path / "missing")
+
+
+def test_a_failed_rollbacks_aside_folder_outlives_the_next_transaction(tmp_path,
+                                                                      monkeypatch):
+    """The error of a rollback that could not put the previous files back tells the
+    user to move them back by hand from the aside folder; the next export, bake or
+    tile set written into that folder in the same session once swept it as this
+    process's own leftover, and the files were gone. It is kept (by this process and,
+    marked, by any other)."""
+    write_set(tmp_path, {"a.bin": b"1", "set.json": b"{}"}, [])
+    real = os.replace
+
+    def replace(src, dst):
+        if ".te-staging-" in str(src) or ".te-aside-" in str(src):
+            raise OSError(errno.EIO, "Input/output error")  # nothing moves in or back
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputPathError, match="move them back by hand") as info:
+        write_set(tmp_path, {"a.bin": b"2", "set.json": b"{new}"}, ["set.json", "a.bin"])
+    monkeypatch.setattr(os, "replace", real)
+    aside = next(tmp_path.glob(".te-aside-*"))
+    assert str(aside) in str(info.value)
+    kept = {p.name: p.read_bytes() for p in aside.iterdir() if p.name != staging.KEEP}
+    assert kept == {"a.bin": b"1", "set.json": b"{}"}
+    write_set(tmp_path, {"b.bin": b"3"}, [])  # the next transaction, same process
+    assert {p.name: p.read_bytes() for p in aside.iterdir()
+            if p.name != staging.KEEP} == kept
+    (aside / staging.KEEP).unlink()  # no marker (a full disk): this process still keeps it
+    staging.sweep(tmp_path)
+    assert aside.is_dir()
+    write_set(tmp_path, {"b.bin": b"4"}, [])
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == kept
+
+
+def test_a_marked_aside_folder_of_a_dead_process_is_kept(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    marked, plain = (tmp_path / f".te-aside-{dead}-{h}" for h in ("0123456789ab",
+                                                                  "ba9876543210"))
+    for folder in (marked, plain):
+        folder.mkdir()
+        (folder / "a.bin").write_bytes(b"old")
+    (marked / staging.KEEP).write_text("move back by hand")
+    write_set(tmp_path, {"a.bin": b"1"}, [])
+    assert marked.is_dir() and not plain.exists()

@@ -29,8 +29,13 @@ landscape scale, Z scale included; Unity: terrain position and size in metres).
 
 A set is written all or nothing (:class:`simcore.staging.Staging`: a staging folder
 inside the target folder, moved in when complete, the sidecar last; an earlier set of
-the same name is replaced as a whole). :func:`read_tiles` reads a set back into one grid and checks
-that neighbours agree on their shared edges. No bpy here: the CLI and the add-on call
+the same name is replaced as a whole: the files its sidecar lists,
+:func:`simcore.formats.sidecar.listed_files`). A ``<name>.json`` that is not a tile
+set's sidecar -- a map export's, the add-on's other sidecar of the same
+``<name>.json`` form -- is never replaced: the write is refused, nothing written, and
+the sidecar's ``kind`` keeps a map import from taking it for a map export's.
+:func:`read_tiles` reads a set back into one grid and checks that neighbours agree
+on their shared edges. No bpy here: the CLI and the add-on call
 :func:`write_tiles`.
 """
 
@@ -47,7 +52,7 @@ import numpy as np
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
 from ..fileio import atomic_write, check_input, check_memory, check_output
 from ..staging import Staging
-from . import images
+from . import images, sidecar
 
 #: vertices per tile side each engine takes: Unreal's recommended landscape sizes
 #: (components of 63, 127 or 255 quads; Landscape Technical Guide), Unity's terrain
@@ -206,27 +211,6 @@ def read_r16(path: Path, size: int) -> np.ndarray:
     return np.frombuffer(blob, "<u2").reshape(size, size).astype(np.uint16)
 
 
-def _previous_set(folder: Path, name: str) -> list[str]:
-    """The files of an earlier tile set ``name`` in ``folder`` (its sidecar first), as
-    its sidecar lists them; names that are not plain ``<name>_*`` files are ignored."""
-    side = folder / f"{name}.json"
-    try:
-        data = json.loads(side.read_text("utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(data, dict) or data.get("kind") != KIND or \
-            not isinstance(data.get("tiles"), list):
-        return []
-    found = [side.name]
-    for tile in data["tiles"]:
-        files = tile.get("files") if isinstance(tile, dict) else None
-        for f in (files.values() if isinstance(files, dict) else ()):
-            if (isinstance(f, str) and f.startswith(f"{name}_") and Path(f).name == f
-                    and "\\" not in f and (folder / f).is_file()):
-                found.append(f)
-    return list(dict.fromkeys(found))
-
-
 def check_name(name: str) -> str:
     """``name`` if it is a plain file name prefix, else EngineTilesError."""
     if (not name.strip() or name.startswith(".") or any(c in name for c in '/\\:')
@@ -286,12 +270,15 @@ def write_tiles(folder: str | os.PathLike, name: str, heights: np.ndarray,
     n_files = p.tiles_x * p.tiles_y * (len(formats) + len(layers))
     check_output(folder / f"{name}.json", rows * cols * (2 * len(formats) + len(layers)
                                                         * layer_bits // 8) + n_files * 256)
-    previous = _previous_set(folder, name)
+    sidecar.check_replaceable(
+        folder, name, KIND, "give the tile set another name (the add-on's default is "
+        "<object>_tiles), or write the tiles to another folder", any_file=True)
+    previous = sidecar.listed_files(folder, name, KIND)
     with Staging(folder) as stage:
-        names, sidecar = _write_set(stage.path, name, p, heights, (cx, cy), layers,
-                                    fractions, formats, layer_bits, origin, facts or {})
+        names, side = _write_set(stage.path, name, p, heights, (cx, cy), layers,
+                                 fractions, formats, layer_bits, origin, facts or {})
         stage.commit(names, previous)
-    return [folder / n for n in names], sidecar
+    return [folder / n for n in names], side
 
 
 def _make_folder(folder: Path) -> None:
@@ -365,8 +352,8 @@ def _write_set(out: Path, name: str, p: Plan, heights: np.ndarray,
                 "height_min": float(th.min()), "height_max": float(th.max()),
                 "engine_location": _location(p, i, y_engine, cx, cy, lo, span),
             })
-    sidecar = {
-        "schema": SCHEMA, "generator": "Terrain Erosion", "kind": KIND,
+    record = {
+        "schema": SCHEMA, "generator": sidecar.GENERATOR, "kind": KIND,
         "engine": p.engine, "tile_size": p.size, "quads_per_tile": q,
         "tiles_x": p.tiles_x, "tiles_y": p.tiles_y, "tile_count": len(tiles),
         "rows": rows, "cols": cols,
@@ -404,9 +391,9 @@ def _write_set(out: Path, name: str, p: Plan, heights: np.ndarray,
         "tiles": tiles,
     }
     side = out / f"{name}.json"
-    _write(side, json.dumps(sidecar, indent=1).encode("utf-8"))
+    _write(side, json.dumps(record, indent=1).encode("utf-8"))
     written.append(side.name)
-    return written, sidecar
+    return written, record
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -16,7 +16,10 @@ One schema, both ways: :class:`Facts` is what an import reads back, under the na
 must be valid, a key the import needs must be present) and names the file and the key
 when one is not. Sidecars written before the real size (no ``real_size``) still load:
 the size is then automatic. :func:`listed_files` is what a re-export replaces: the
-files an earlier sidecar of ours lists, never a name outside its folder.
+files an earlier sidecar of ours of the same kind lists, never a name outside its
+folder (engine tiles use it too). A sidecar with a ``kind`` (an engine-tiles set's) is
+never taken for a map export's: :func:`read` refuses it by name, and
+:func:`check_replaceable` keeps either writer from replacing the other's.
 
 No bpy here: the add-on (addon/export.py) gathers the values and writes the images.
 """
@@ -26,14 +29,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from pathlib import Path
 
-from ..errors import InputFileError, describe_os_error
+from ..errors import InputFileError, OutputPathError, describe_os_error
 from ..fileio import atomic_write, check_input
 from .presets import REAL_SIZE_KEY
 
 SCHEMA = 1
 GENERATOR = "Terrain Erosion"
+#: what :func:`kind_of` calls a map export's sidecar (it has no ``kind`` key; sidecars
+#: of other sets of ours, engine tiles, carry one)
+MAPS = "maps"
+#: where each kind lists its entries (each with ``files``), and as what
+_ENTRIES: dict[str, tuple[str, type]] = {MAPS: ("maps", dict),
+                                         "engine_tiles": ("tiles", list)}
 #: sidecar entries not copied into the multi-layer EXR's header (the per-map record and
 #: the run's settings are in the sidecar only)
 NOT_IN_HEADER = ("maps", "enabled", "parameters", "provenance", "png_decode", "schema",
@@ -208,7 +218,13 @@ def read(path: Path) -> Sidecar | None:
                 data = json.loads(side.read_text("utf-8"))
             except (OSError, ValueError) as exc:
                 raise InputFileError(f"cannot read the sidecar {side}: {exc}") from None
-            if isinstance(data, dict) and data.get("generator") == GENERATOR:
+            kind = kind_of(data)
+            if kind is not None and kind != MAPS:
+                raise InputFileError(
+                    f"{side} is a Terrain Erosion {_shown(kind)} sidecar, not a map "
+                    "export's: its numbers do not describe this map; move it away, or "
+                    "export the maps again under another name")
+            if kind == MAPS:
                 return Sidecar(data, f"the sidecar {side}",
                                "fix it, export the map again, or move the sidecar away to "
                                "import with the values you give")
@@ -229,20 +245,59 @@ def from_header(attributes: dict[str, str], path: Path) -> Sidecar | None:
     return side
 
 
-def listed_files(folder: Path, base: str) -> list[str]:
-    """The files of an earlier export ``base`` in ``folder`` that its sidecar (ours)
-    lists -- the sidecar first. Names that are not plain ``<base>_*`` files in the
-    folder are never taken as ours."""
-    side = folder / f"{base}.json"
+def kind_of(data) -> str | None:
+    """What a sidecar of ours is: :data:`MAPS` for a map export's (it carries no
+    ``kind``), else its ``kind`` (an engine-tiles set: ``engine_tiles``); None for JSON
+    that is not ours."""
+    if not isinstance(data, dict) or data.get("generator") != GENERATOR:
+        return None
+    kind = data.get("kind", MAPS)
+    return kind if isinstance(kind, str) else repr(kind)
+
+
+def load_ours(side: Path) -> dict | None:
+    """The JSON of ``side`` if it is a sidecar of ours, else None (missing, unreadable,
+    not JSON, not ours)."""
     try:
         data = json.loads(side.read_text("utf-8"))
     except (OSError, ValueError):
+        return None
+    return data if kind_of(data) is not None else None
+
+
+def check_replaceable(folder: Path, base: str, kind: str, rename: str,
+                      any_file: bool = False) -> None:
+    """OutputPathError when a set of ``kind`` named ``base`` would replace a
+    ``<base>.json`` in ``folder`` that is a sidecar of ours of another kind (with
+    ``any_file``: any file but a sidecar of ``kind``); ``rename`` says what to do."""
+    side = folder / f"{base}.json"
+    other = kind_of(load_ours(side))
+    if other == kind or not (other is not None or any_file and os.path.lexists(side)):
+        return
+    what = ("a map export's sidecar" if other == MAPS else
+            f"the sidecar of a Terrain Erosion {other} set" if other is not None else
+            f"not the sidecar of an earlier {kind} set")
+    raise OutputPathError(f"cannot write {side}: it is {what}, which this would "
+                          f"replace; {rename}")
+
+
+def listed_files(folder: Path, base: str, kind: str = MAPS) -> list[str]:
+    """What a re-export of ``base`` of ``kind`` replaces: the files an earlier set of
+    the same kind in ``folder`` lists in its sidecar ``<base>.json`` (ours) -- the
+    sidecar first (a map export: the files of each entry under ``maps``; engine tiles:
+    of each entry under ``tiles``). Names that are not plain ``<base>_*`` files in the
+    folder are never taken as ours; a sidecar of another kind lists nothing."""
+    side = folder / f"{base}.json"
+    data = load_ours(side)
+    if data is None or kind_of(data) != kind:
         return []
-    if not isinstance(data, dict) or data.get("generator") != GENERATOR \
-            or not isinstance(data.get("maps"), dict):
+    key, form = _ENTRIES.get(kind, ("", dict))
+    found = data.get(key)
+    if not (isinstance(found, form) and isinstance(found, (dict, list))):
         return []
+    entries = list(found.values()) if isinstance(found, dict) else found
     names = [side.name]
-    for entry in data["maps"].values():
+    for entry in entries:
         files = entry.get("files") if isinstance(entry, dict) else None
         for name in (files.values() if isinstance(files, dict) else ()):
             if (isinstance(name, str) and name.startswith(f"{base}_")
