@@ -458,7 +458,7 @@ def _cluster_args(args: argparse.Namespace):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import expand_inputs, parse_seeds, sweep
+    from .sweep import expand_inputs, make_output, parse_seeds, sweep
 
     presets = [p.strip() for p in args.preset.split(",") if p.strip()]
     seeds = parse_seeds(args.seed)
@@ -466,6 +466,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.cell_size is not None:
         _cell_size(args.cell_size)
     sets = overrides(args.set)
+    make_output(args.output)  # before a cluster starts
     t0 = time.perf_counter()
     with _cluster_args(args) as c:
         rows = sweep(inputs, presets, seeds, args.output, c, cell_size=args.cell_size,
@@ -633,11 +634,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--preset", default="default", help="preset name or .toml (default)")
     t.add_argument("--input", required=True, help=".npy heightmap or .npz state")
     t.add_argument("--output", required=True, help="the Zarr store to write (a folder, "
-                   "e.g. world.zarr)")
-    t.add_argument("--tiles", default="2", metavar="N or RxC",
-                   help="tiles per side (2: 2x2) or rows x cols (2x3)")
-    t.add_argument("--margin", type=int, help="overlap margin in cells on each side "
-                   "(default: a quarter of a tile, at least 64)")
+                   "e.g. world.zarr; written as <output>.partial and renamed when done: "
+                   "replaces only a tiled world's store)")
+    t.add_argument("--tiles", default="2", metavar="N or XxY",
+                   help="tiles per side (2: 2x2) or columns x rows (3x2: 3 across, 2 "
+                   "down; as engine-tiles)")
+    t.add_argument("--margin", type=int, help="overlap margin in cells on each side, at "
+                   "least 32 (default: a quarter of a tile, at least 64)")
     t.add_argument("--coarse", type=int, default=1, metavar="F",
                    help="run the global processes on the map downsampled F times (1: "
                    "full resolution)")
@@ -647,7 +650,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
     t.add_argument("--heightmap-tiles", metavar="FOLDER",
-                   help="also write each tile's heights (world units) there")
+                   help="also write each tile's heights (world units) there as "
+                   "tile_r<row>_c<col>: row 0 = the map's first rows (row 0 of the "
+                   "input array); a PNG's top row is its tile's first row")
     t.add_argument("--tile-format", choices=("npy", "png"), default="npy",
                    help="format of --heightmap-tiles: .npy (float) or 16-bit gray PNG")
     _add_cluster_flags(t)

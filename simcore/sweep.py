@@ -3,12 +3,13 @@
     python -m simcore sweep --preset default,alpine --seed 1..20 --input maps/*.npy \\
         --cell-size 30 --output sweep/
 
-Each run writes ``<input>_<preset>_s<seed>.npz`` (the whole state, as ``erode`` writes
-it) and ``.png`` (its shaded relief, as ``shade`` draws it) into the output folder; the
-table ``sweep.csv`` / ``sweep.json`` has one row per run: its input, preset, seed,
-particles and parameters, status (``ok`` or ``failed`` with the reason), seconds and
-the realism report's figures after the run (simcore.report). A run that fails (a bad
-input, a preset that does not load) is a row saying why; the others go on.
+Each run writes ``NNNN_<input>_<preset>_s<seed>.npz`` (NNNN: the run's number; the
+whole state, as ``erode`` writes it) and ``.png`` (its shaded relief, as ``shade`` draws
+it) into the output folder; the table ``sweep.csv`` / ``sweep.json`` has one row per
+run: its input, preset, seed, particles and parameters, status (``ok`` or ``failed``
+with the reason), seconds and the realism report's figures after the run
+(simcore.report). A run that fails (a bad input, a preset that does not load) is a row
+saying why; the others go on.
 
 Command-line only (dask): the Blender extension never imports this module.
 """
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
+from .errors import OutputPathError, UserError, describe_os_error
 from .report import ROWS
 
 
@@ -153,6 +154,18 @@ def table_csv(rows: list[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
+def make_output(out_dir: str | Path) -> Path:
+    """Create the sweep's output folder (and its parents); OutputPathError saying what
+    to do when it cannot be (a parent is a file, no permission). Before any run."""
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"--output: {describe_os_error(exc, out, 'create the folder')}") \
+            from None
+    return out
+
+
 def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str | Path,
           client: Any, cell_size: float | None = None, particles: int | None = None,
           sets: dict[str, Any] | None = None, quiet: bool = False) -> list[dict[str, Any]]:
@@ -161,8 +174,7 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
     from .cluster import run_tasks
     from .fileio import atomic_write
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_output(out_dir)
     combos = [(i, p, s) for i in inputs for p in presets for s in seeds]
     if not combos:
         raise SweepError("nothing to run: give --input, --preset and --seed")

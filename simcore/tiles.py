@@ -12,10 +12,10 @@ A world runs in three stages of dask tasks (docs/tiles.md):
    (hillslopes), trees -- on each tile's *extent*, its core plus ``margin`` cells on
    every side that has a neighbour, read from the base. Particles are keyed to the
    world: the world's squares are cut into blocks (half a margin, 16..64 squares a
-   side), and the particles of block (I, J) are ``stream_state(mix(seed, I, J),
-   stream, k)`` with their start drawn inside that block (a cdf that is zero outside
-   it), so a particle starting in an overlap starts at the same world point with the
-   same random numbers in both tiles.
+   side; a margin is at least 32 cells), and the particles of block (I, J) are
+   ``stream_state(mix(seed, I, J), stream, k)`` with their start drawn inside that
+   block (a cdf that is zero outside it), so a particle starting in an overlap starts
+   at the same world point with the same random numbers in both tiles.
    A tile runs every block that lies wholly inside its extent; each block gets its
    share of a round's particles (its rain weight / the world's), counted in whole
    particles per block as ``floor(rounds x share)``. Grid processes get the world's
@@ -40,13 +40,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from .errors import UserError
+from .errors import OutputPathError, UserError, describe_os_error
 from .formats import images
 
 #: processes that see the whole map (stage 1); every other enabled process is detail
@@ -54,16 +57,23 @@ GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
 #: particle processes whose starts are keyed to world blocks (they start with
 #: kernels.start_position over the cdf they are given)
 BLOCK_PROCESSES = ("droplets", "snowball")
-#: side of a world block of particle starts, in squares (cells), at least: a tile runs
-#: only the blocks wholly inside its extent, so a block is at most half a margin (the
-#: blocks cut off then lie where the tile's blend weight is 0); bigger blocks, fewer
-#: kernel calls (block_size)
+#: side of a world block of particle starts, in squares (cells), for the default margin
+#: of 64 (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
+#: inside its extent, so a block is at most half a margin (the blocks cut off then lie
+#: where the tile's blend weight is 0, and every block lies wholly inside some tile's
+#: extent); bigger blocks, fewer kernel calls
 BLOCK = 32
+#: the smallest --margin: twice the smallest block (block_size), so that a block is at
+#: most half a margin and none straddling a tile border is cut off by both tiles
+MIN_MARGIN = 32
 #: most epochs a tile groups its rounds into: each block runs its particles of the epoch's
 #: rounds, then each grid process its passes (fewer kernel calls on big worlds)
 MAX_EPOCHS = 16
-#: arrays of the base the tile tasks read, and of the output
+#: version of the store's layout (attribute ``version``)
 STORE_VERSION = 1
+#: the store's attribute ``format``: an existing --output store is replaced only if it
+#: says this
+STORE_FORMAT = "terrain-erosion tiled world"
 
 
 class TileError(UserError):
@@ -116,24 +126,47 @@ def make_plan(shape: tuple[int, int], tiles: tuple[int, int], margin: int | None
     if tr < 1 or tc < 1 or tr > 256 or tc > 256:
         raise TileError(f"--tiles must be 1..256 per side, got {tr}x{tc}")
     core = (math.ceil(rows / tr), math.ceil(cols / tc))
-    if min(core) < 16:
-        raise TileError(f"--tiles {tr}x{tc} on a {rows}x{cols} map makes tiles under 16 "
-                        "cells: use fewer tiles")
+    flag = f"--tiles {tc}x{tr}"  # as the command line takes it: columns x rows
+    if min(core) < MIN_MARGIN:
+        raise TileError(f"{flag} on a {rows}x{cols} map (rows x columns) makes tiles "
+                        f"under {MIN_MARGIN} cells: use fewer tiles")
     if (tr - 1) * core[0] >= rows or (tc - 1) * core[1] >= cols:
-        raise TileError(f"--tiles {tr}x{tc} does not divide a {rows}x{cols} map: use fewer")
+        raise TileError(f"{flag} does not divide a {rows}x{cols} map: use fewer")
     if margin is None:  # droplets run far: a quarter tile, at least 64 cells (docs/tiles.md)
         margin = min(max(64, min(core) // 4), min(core))
-    if margin < 4 or margin > min(core):
-        raise TileError(f"--margin must be 4..{min(core)} cells (a tile core), got {margin}")
-    return Plan((rows, cols), (tr, tc), core, int(margin))
+    if margin < MIN_MARGIN or margin > min(core):
+        raise TileError(f"--margin must be {MIN_MARGIN}..{min(core)} cells (at least twice "
+                        f"the smallest particle block, at most a tile core), got {margin}")
+    plan = Plan((rows, cols), (tr, tc), core, int(margin))
+    missing = uncovered_blocks(plan)
+    assert not missing, f"blocks outside every tile's extent: {missing}"  # never for these
+    return plan
+
+
+def uncovered_blocks(plan: Plan) -> list[tuple[int, tuple[int, int]]]:
+    """(axis, squares) of every world block whose squares lie wholly inside no tile's
+    extent along that axis (run_tile runs a block only where it does: such a block's
+    particles would never run). Empty for every plan make_plan accepts."""
+    block = block_size(plan.margin)
+    out = []
+    for axis in (0, 1):
+        extents = plan.extents(axis)  # squares of an extent (r0, r1): r0 .. r1 - 2
+        for sa, sb in _block_ranges(plan.shape[axis] - 1, block):
+            if not any(r0 <= sa and sb <= r1 - 1 for r0, r1 in extents):
+                out.append((axis, (sa, sb)))
+    return out
 
 
 def parse_tiles(text: str) -> tuple[int, int]:
+    """``--tiles XxY`` (columns x rows, as ``engine-tiles --tiles``) or ``N`` (N x N)
+    -> (rows, columns), the order of Plan.tiles and run_world's ``tiles``."""
     a, sep, b = str(text).lower().partition("x")
     try:
-        return int(a), int(b if sep else a)
+        x, y = int(a), int(b if sep else a)
     except ValueError:
-        raise TileError(f"--tiles: use N (N x N tiles) or RxC, got '{text}'") from None
+        raise TileError(f"--tiles: use N (N x N tiles) or XxY (columns x rows, e.g. 3x2), "
+                        f"got '{text}'") from None
+    return y, x
 
 
 _M64 = (1 << 64) - 1
@@ -231,18 +264,10 @@ def _upsample(a: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
     return top * (1 - fr)[:, None] + bot * fr[:, None]
 
 
-def _simulation(terrain, params: dict, seed: int, rounds: int, world_share: float | None):
+def _simulation(terrain, params: dict, seed: int, rounds: int):
     from .simulation import Simulation
     per_round = sum(int(p.batch) for p in params.values())  # type: ignore[attr-defined]
-    sim = Simulation(terrain, params, seed=seed, particles=rounds * per_round)
-    if world_share is not None and world_share != sim.rain_share:
-        from .processes import PROCESSES
-        sim.rain_share = world_share
-        sim._run_params = {
-            n: (PROCESSES[n].per_rain(p, world_share)
-                if PROCESSES[n].per_rain is not None else p)
-            for n, p in sim.processes.items()}
-    return sim
+    return Simulation(terrain, params, seed=seed, particles=rounds * per_round)
 
 
 def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) -> str:
@@ -257,7 +282,7 @@ def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) ->
         if coarse > 1:
             _global_coarse(terrain, params, seed, rounds, coarse)
         else:
-            _simulation(terrain, params, seed, rounds, None).run()
+            _simulation(terrain, params, seed, rounds).run()
         for name, change in terrain.changes.items():
             base[f"change_{name}"][...] = change
     for name, a in terrain.arrays().items():
@@ -275,7 +300,7 @@ def _global_coarse(terrain, params: dict, seed: int, rounds: int, f: int) -> Non
     t = Terrain(**small, cell_size=terrain.cell_size * f)
     t.validate()
     start = {n: a.copy() for n, a in t.arrays().items()}
-    sim = _simulation(t, params, seed, rounds, None)
+    sim = _simulation(t, params, seed, rounds)
     sim.run()
     shape = terrain.shape
     for n in ("bedrock", "sediment", "eroded", "deposited", "uplifted"):
@@ -489,7 +514,10 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
     enabled = preset.enabled_params()
     glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
     detail = {n: p for n, p in enabled.items() if n not in GLOBAL_PROCESSES}
+    missing = uncovered_blocks(plan)  # make_plan refuses such plans: never here
+    assert not missing, f"blocks outside every tile's extent: {missing}"
     root = zarr.open_group(str(store), mode="w")
+    root.require_group("work/trees")  # run_tile's tasks add to it at once (no race)
     rows, cols = plan.shape
     chunks = plan.core
     arrays = list(terrain.arrays())
@@ -511,7 +539,7 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         _create(root, n, plan.shape, chunks)
     from . import __version__
     attrs = {
-        "format": "terrain-erosion tiled world", "version": STORE_VERSION,
+        "format": STORE_FORMAT, "version": STORE_VERSION,
         "simcore_version": __version__, "shape": list(plan.shape),
         "tiles": list(plan.tiles), "core": list(plan.core), "margin": plan.margin,
         "block": block_size(plan.margin), "cell_size": float(terrain.cell_size),
@@ -546,18 +574,72 @@ def _global_into_raw(store: str, i: int, j: int) -> str:
     return "ok"
 
 
-def tile_and_blend(store: str, i: int, j: int) -> str:
+def tile_task(store: str, i: int, j: int) -> str:
+    """Stage 2's task for tile (i, j): its detail processes (run_tile) and the global
+    changes cut into its raw chunk; the blend is stage 3 (run_blend)."""
     run_tile(store, i, j)
     return _global_into_raw(store, i, j)
+
+
+def _store_format(path: Path) -> object:
+    try:
+        return json.loads((path / ".zattrs").read_text(encoding="utf-8")).get("format")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def partial_path(store: str | Path) -> Path:
+    """Where a run writes its store until it is complete: ``<store>.partial``."""
+    out = Path(store)
+    return out.with_name(out.name + ".partial")
+
+
+def check_output_store(store: str | Path) -> Path:
+    """Refuse an --output that a run must not replace: an existing path that is not a
+    tiled world's Zarr store (format attribute STORE_FORMAT), a stale ``.partial``
+    beside it that is not a store; create its parent folder. Before any work."""
+    out = Path(store)
+    if out.exists() or out.is_symlink():
+        if not out.is_dir() or not (out / ".zgroup").is_file():
+            raise OutputPathError(f"--output {out}: exists and is not a Zarr store; give "
+                                  "a new folder name (e.g. world.zarr)")
+        fmt = _store_format(out)
+        if fmt != STORE_FORMAT:
+            raise OutputPathError(f"--output {out}: a Zarr store that is not a tiled world "
+                                  f"(format {fmt!r}); it is left as it is: give a new "
+                                  "folder name")
+    part = partial_path(out)
+    if part.exists() and not (part.is_dir() and ((part / ".zgroup").is_file()
+                                                 or not any(part.iterdir()))):
+        raise OutputPathError(f"--output {out}: {part} (where a run writes until it is "
+                              "done) exists and is not a Zarr store: move it away")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(describe_os_error(exc, out.parent, "create the folder")) \
+            from None
+    return out
+
+
+def _replace_store(part: Path, out: Path) -> None:
+    """Move the complete store ``part`` to ``out``, replacing a previous result."""
+    old = None
+    if out.exists():
+        old = Path(tempfile.mkdtemp(prefix=out.name + ".old-", dir=out.parent))
+        os.replace(out, old)  # onto an empty folder: a rename
+    os.replace(part, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int] = (2, 2),
               margin: int | None = None, coarse: int = 1, quiet: bool = False,
               keep_work: bool = False) -> dict:
-    """Erode ``terrain`` in tiles on the dask ``client``; the result in the Zarr store
-    ``store``. Returns the store's attributes plus the stages' seconds."""
-    from .cluster import run_tasks
-    from .simulation import rain_share
+    """Erode ``terrain`` in tiles (``tiles`` = (rows, columns)) on the dask ``client``;
+    the result in the Zarr store ``store``. The run writes ``<store>.partial`` and
+    renames it to ``store`` when it is complete: a run that fails or is interrupted
+    leaves a previous store as it was (and removes its partial one). Returns the
+    store's attributes plus the stages' seconds."""
     plan = make_plan(terrain.shape, tiles, margin)
     if coarse < 1 or coarse > min(terrain.shape) // 8:
         raise TileError(f"--coarse must be 1..{min(terrain.shape) // 8}, got {coarse}")
@@ -571,13 +653,31 @@ def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int]
         passes = PROCESSES[n].passes
         if passes is not None:
             rounds = max(rounds, math.ceil(passes(p) / int(p.batch)))  # type: ignore
-    store = str(store)
+    out = check_output_store(store)
+    part = partial_path(out)
+    shutil.rmtree(part, ignore_errors=True)  # a stale one of an earlier run
+    try:
+        info = _run_world(terrain, preset, str(part), client, plan, rounds, coarse, quiet,
+                          keep_work)
+        _replace_store(part, out)
+    except BaseException:
+        shutil.rmtree(part, ignore_errors=True)
+        raise
+    return info
+
+
+def _run_world(terrain, preset, store: str, client, plan: Plan, rounds: int, coarse: int,
+               quiet: bool, keep_work: bool) -> dict:
+    from .cluster import run_tasks
+    from .simulation import rain_share
+    enabled = preset.enabled_params()
     t0 = time.perf_counter()
     attrs = prepare_store(store, terrain, preset, plan, rounds, coarse, rain_share(terrain))
     glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
     if not quiet:
-        print(f"tiles: {plan.shape[0]}x{plan.shape[1]} in {plan.tiles[0]}x{plan.tiles[1]} "
-              f"tiles of {plan.core[0]}x{plan.core[1]} (+{plan.margin} margin), {rounds} "
+        print(f"tiles: {plan.shape[1]}x{plan.shape[0]} in {plan.tiles[1]}x{plan.tiles[0]} "
+              f"tiles of {plan.core[1]}x{plan.core[0]} (x by y; +{plan.margin} margin), "
+              f"{rounds} "
               f"rounds; global: {', '.join(glob) or 'none'}"
               f"{f' at 1/{coarse}' if coarse > 1 and glob else ''}; tiles: "
               f"{', '.join(attrs['detail']) or 'none'}", file=sys.stderr, flush=True)
@@ -587,7 +687,7 @@ def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int]
               "global", quiet)
     seconds["global"] = time.perf_counter() - t
     t = time.perf_counter()
-    run_tasks(client, tile_and_blend, [(store, i, j) for i, j in plan.ids()], "tiles", quiet)
+    run_tasks(client, tile_task, [(store, i, j) for i, j in plan.ids()], "tiles", quiet)
     seconds["tiles"] = time.perf_counter() - t
     t = time.perf_counter()
     run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet)
@@ -620,6 +720,18 @@ def load_world(store: str | Path):
 
 # -- heightmap tiles ------------------------------------------------------------------
 
+def make_folder(folder: str | Path, flag: str) -> Path:
+    """Create the output folder ``folder`` (and its parents); OutputPathError saying
+    what to do when it cannot be (a parent is a file, no permission)."""
+    out = Path(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputPathError(f"{flag}: {describe_os_error(exc, out, 'create the folder')}") \
+            from None
+    return out
+
+
 def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy") -> list[Path]:
     """Each tile core's heights (world units) as ``tile_r{i}_c{j}.npy``, or as 16-bit
     gray PNG over the world's height range (``tiles.json`` says which range)."""
@@ -628,8 +740,7 @@ def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy
     root = zarr.open_group(str(store), mode="r")
     a = dict(root.attrs)
     plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_folder(folder, "--heightmap-tiles")
     h = root["height"]
     lo = hi = None
     if fmt == "png":
@@ -669,10 +780,7 @@ def tile_command(args) -> int:
     from .formats.states import load_heights, load_state
     from .terrain import Terrain
 
-    out = Path(args.output)
-    if out.exists() and not (out / ".zgroup").exists():
-        raise CliError(f"--output {out}: exists and is not a Zarr store; give a new folder "
-                       "name (e.g. world.zarr)")
+    out = check_output_store(args.output)  # before a cluster starts
     if args.heightmap_tiles and Path(args.heightmap_tiles).is_file():
         raise CliError(f"--heightmap-tiles {args.heightmap_tiles}: is a file; give a folder")
     tiles = parse_tiles(args.tiles)
@@ -688,10 +796,16 @@ def tile_command(args) -> int:
     else:
         raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
     make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
+    if args.heightmap_tiles:
+        make_folder(args.heightmap_tiles, "--heightmap-tiles")
     t0 = time.perf_counter()
-    with client(args.workers, args.scheduler, args.threads, args.quiet) as c:
-        info = run_world(terrain, preset, out, c, tiles, args.margin, args.coarse,
-                         args.quiet)
+    try:
+        with client(args.workers, args.scheduler, args.threads, args.quiet) as c:
+            info = run_world(terrain, preset, out, c, tiles, args.margin, args.coarse,
+                             args.quiet)
+    except BaseException:  # again once the cluster is closed: a task may have written
+        shutil.rmtree(partial_path(out), ignore_errors=True)
+        raise
     if args.heightmap_tiles:
         write_heightmap_tiles(out, args.heightmap_tiles, args.tile_format)
     if not args.quiet:

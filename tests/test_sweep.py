@@ -65,6 +65,18 @@ def test_sweep_of_two_presets_by_four_seeds_with_a_bad_input(tmp_path):
     assert len(table["runs"]) == 16 and "theta" in table["columns"]
 
 
+def test_an_output_folder_that_cannot_be_made_is_one_line_before_a_cluster(tmp_path,
+                                                                          capsys):
+    pytest.importorskip("distributed")
+    from simcore.cli import main
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    code = main(["sweep", "--preset", "default", "--seed", "1", "--input", "x.npy",
+                 "--output", str(blocker / "out"), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot create the folder" in err and "dask" not in err, err
+
+
 def test_the_extension_never_imports_dask_or_zarr():
     """Dask and zarr are the command line's: importing simcore -- every module the
     add-on uses, and the CLI's tile and sweep modules themselves -- loads neither, and

@@ -15,6 +15,7 @@ pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
 from simcore import tiles  # noqa: E402
+from simcore.errors import OutputPathError  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
@@ -60,7 +61,7 @@ def runs(world, client, tmp_path_factory):
 
 
 def test_blend_weights_add_up_to_one():
-    plan = tiles.make_plan((100, 90), (3, 2), 12)
+    plan = tiles.make_plan((100, 90), (3, 2), 32)
     for axis in (0, 1):
         x = np.arange(plan.shape[axis], dtype=float)
         total = sum(tiles.axis_weight(x, core, plan.shape[axis], plan.margin)
@@ -69,6 +70,95 @@ def test_blend_weights_add_up_to_one():
         for (a, b), (ea, eb) in zip(plan.cores(axis), plan.extents(axis)):
             w = tiles.axis_weight(x, (a, b), plan.shape[axis], plan.margin)
             assert not w[:ea].any() and not w[eb:].any()  # never beyond its extent
+
+
+def test_a_margin_below_32_is_refused_and_every_block_lies_inside_a_tile():
+    """A block straddling a tile border must fit in one tile's extent, or its particles
+    never run: with blocks of at least 16 squares that takes margins of 32 or more
+    (64² in 3x3 tiles with --margin 4 lost the blocks of rows 16..48)."""
+    cut = tiles.Plan((64, 64), (3, 3), (22, 22), 4)  # what make_plan accepted before
+    assert (0, (16, 32)) in tiles.uncovered_blocks(cut)
+    with pytest.raises(tiles.TileError, match="under 32 cells"):
+        tiles.make_plan((64, 64), (3, 3), 4)
+    for margin in (4, 7, 8, 16, 31):
+        with pytest.raises(tiles.TileError, match="--margin must be 32"):
+            tiles.make_plan((256, 256), (3, 3), margin)
+    for shape in ((256, 256), (300, 211), (97, 1000)):
+        for tr, tc in ((1, 1), (2, 3), (3, 2), (1, 5)):
+            try:
+                plan = tiles.make_plan(shape, (tr, tc), None)
+            except tiles.TileError:
+                continue
+            for margin in sorted({32, 33, 47, 64, 100, 129, min(plan.core)}):
+                if margin <= min(plan.core):
+                    p = tiles.make_plan(shape, (tr, tc), margin)
+                    assert tiles.block_size(p.margin) * 2 <= p.margin
+                    assert tiles.uncovered_blocks(p) == [], (shape, tr, tc, margin)
+
+
+def test_tiles_reads_columns_by_rows_as_engine_tiles():
+    assert tiles.parse_tiles("3x2") == (2, 3)  # 3 across, 2 down: (rows, columns)
+    assert tiles.parse_tiles("4") == (4, 4)
+    with pytest.raises(tiles.TileError, match="XxY"):
+        tiles.parse_tiles("ax2")
+
+
+def _fake_store(path, fmt):
+    import zarr
+    root = zarr.open_group(str(path), mode="w")
+    root.create_dataset("height", data=np.arange(12.0).reshape(3, 4))
+    root.attrs["format"] = fmt
+
+
+def test_a_failed_run_leaves_the_previous_store_as_it_was(world, monkeypatch, tmp_path):
+    import zarr
+
+    from simcore import cluster
+    store = tmp_path / "w.zarr"
+    _fake_store(store, tiles.STORE_FORMAT)
+    before = sorted((p.relative_to(store), p.read_bytes()) for p in store.rglob("*")
+                    if p.is_file())
+    seen = []
+
+    def interrupted(client, fn, items, label, quiet=False):
+        root = zarr.open_group(str(items[0][0]), mode="r")
+        assert "trees" in root["work"]  # made before tasks add to it at once (no race)
+        seen.append(root.attrs["format"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cluster, "run_tasks", interrupted)
+    terrain = Terrain.from_heights(world[:64, :64], CELL)
+    with pytest.raises(KeyboardInterrupt):
+        tiles.run_world(terrain, preset(), store, None, (1, 1), quiet=True)
+    assert seen == [tiles.STORE_FORMAT]  # it got as far as a prepared store
+    after = sorted((p.relative_to(store), p.read_bytes()) for p in store.rglob("*")
+                   if p.is_file())
+    assert after == before
+    assert not tiles.partial_path(store).exists()
+    # a Zarr store that is not a tiled world is never replaced
+    other = tmp_path / "other.zarr"
+    _fake_store(other, "something else")
+    with pytest.raises(OutputPathError, match="not a tiled world"):
+        tiles.run_world(terrain, preset(), other, None, (1, 1), quiet=True)
+    assert zarr.open_group(str(other), mode="r").attrs["format"] == "something else"
+    assert seen == [tiles.STORE_FORMAT]
+
+
+def test_output_folders_that_cannot_be_made_are_one_line_before_a_cluster(world, tmp_path,
+                                                                          capsys):
+    from simcore.cli import main
+    src = tmp_path / "w.npy"
+    np.save(src, world[:64, :64])
+    blocker = tmp_path / "file"
+    blocker.write_bytes(b"")
+    for extra in (["--output", str(blocker / "w.zarr")],
+                  ["--output", str(tmp_path / "ok.zarr"), "--heightmap-tiles",
+                   str(blocker / "ht")]):
+        code = main(["tile", "--input", str(src), "--cell-size", "30", "--tiles", "1",
+                     "--workers", "1", "--quiet", *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and "cannot create the folder" in err and "dask" not in err, err
+    assert not (tmp_path / "ok.zarr").exists()
 
 
 def test_a_particle_in_an_overlap_starts_at_the_same_world_point_in_both_tiles():
@@ -150,7 +240,7 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
             for addr, keys in client.processing().items():
-                running = [k for k in keys if "tile_and_blend" in str(k)]
+                running = [k for k in keys if "tile_task" in str(k)]
                 if running and addr in pids:
                     time.sleep(0.3)  # into the tile
                     os.kill(pids[addr], signal.SIGKILL)
