@@ -48,7 +48,8 @@ one 32-bit float channel each, lengths in world units; the header holds cell_siz
 cell_size_y, units and the run's metadata (needs: pip install OpenImageIO).
 
 exit codes: 0 done, 2 a problem with the input, parameters or output (one line on
-stderr says what to do; nothing is written), 130 interrupted (nothing written).
+stderr says what to do; nothing is written), 130 interrupted (nothing written but a
+sweep's finished runs and the heightmap tiles already written).
 """
 
 #: Largest grid the CLI erodes (cells per side squared) and the largest it generates.
@@ -674,5 +675,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; nothing written", file=sys.stderr)
+        print("interrupted; nothing written (but a sweep keeps the runs it had finished, and "
+              "tile --heightmap-tiles the tiles it had written)", file=sys.stderr)
         return 130
