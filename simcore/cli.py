@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UserError
-from .fileio import check_output
+from .fileio import check_output, make_folder
 
 EPILOG = """\
 examples:
@@ -459,7 +459,7 @@ def _cluster_args(args: argparse.Namespace):
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import expand_inputs, make_output, parse_seeds, sweep
+    from .sweep import expand_inputs, parse_seeds, sweep
 
     presets = [p.strip() for p in args.preset.split(",") if p.strip()]
     seeds = parse_seeds(args.seed)
@@ -467,7 +467,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.cell_size is not None:
         _cell_size(args.cell_size)
     sets = overrides(args.set)
-    make_output(args.output)  # before a cluster starts
+    make_folder(args.output, "--output")  # before a cluster starts
     t0 = time.perf_counter()
     with _cluster_args(args) as c:
         rows = sweep(inputs, presets, seeds, args.output, c, cell_size=args.cell_size,

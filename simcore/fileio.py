@@ -264,6 +264,19 @@ _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character de
           (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+def make_folder(folder: str | os.PathLike, flag: str = "") -> Path:
+    """Create the output folder ``folder`` (and its parents); an OutputPathError saying
+    what to do (prefixed by the command-line ``flag`` that named it) when it cannot be
+    made: a parent is a file, no permission, a full disk."""
+    out = Path(folder)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        said = describe_os_error(exc, out, "create the folder")
+        raise OutputPathError(f"{flag}: {said}" if flag else said) from None
+    return out
+
+
 def check_input(path: str | os.PathLike) -> Path:
     """Refuse an input that is not a regular file, before anything opens it: opening a
     FIFO waits for a writer for ever, a device never ends. InputFileError naming the

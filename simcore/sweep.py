@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import OutputPathError, UserError, describe_os_error
+from .errors import UserError
+from .fileio import make_folder
 from .report import ROWS
 
 
@@ -154,18 +155,6 @@ def table_csv(rows: list[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
-def make_output(out_dir: str | Path) -> Path:
-    """Create the sweep's output folder (and its parents); OutputPathError saying what
-    to do when it cannot be (a parent is a file, no permission). Before any run."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputPathError(f"--output: {describe_os_error(exc, out, 'create the folder')}") \
-            from None
-    return out
-
-
 def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str | Path,
           client: Any, cell_size: float | None = None, particles: int | None = None,
           sets: dict[str, Any] | None = None, quiet: bool = False) -> list[dict[str, Any]]:
@@ -174,7 +163,7 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
     from .cluster import run_tasks
     from .fileio import atomic_write
 
-    out = make_output(out_dir)
+    out = make_folder(out_dir, "--output")
     combos = [(i, p, s) for i in inputs for p in presets for s in seeds]
     if not combos:
         raise SweepError("nothing to run: give --input, --preset and --seed")

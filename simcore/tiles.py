@@ -49,7 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import OutputPathError, UserError, describe_os_error
+from .errors import OutputPathError, UserError
+from .fileio import make_folder
 from .formats import images
 
 #: processes that see the whole map (stage 1); every other enabled process is detail
@@ -613,11 +614,7 @@ def check_output_store(store: str | Path) -> Path:
                                                  or not any(part.iterdir()))):
         raise OutputPathError(f"--output {out}: {part} (where a run writes until it is "
                               "done) exists and is not a Zarr store: move it away")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputPathError(describe_os_error(exc, out.parent, "create the folder")) \
-            from None
+    make_folder(out.parent)
     return out
 
 
@@ -719,18 +716,6 @@ def load_world(store: str | Path):
 
 
 # -- heightmap tiles ------------------------------------------------------------------
-
-def make_folder(folder: str | Path, flag: str) -> Path:
-    """Create the output folder ``folder`` (and its parents); OutputPathError saying
-    what to do when it cannot be (a parent is a file, no permission)."""
-    out = Path(folder)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputPathError(f"{flag}: {describe_os_error(exc, out, 'create the folder')}") \
-            from None
-    return out
-
 
 def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy") -> list[Path]:
     """Each tile core's heights (world units) as ``tile_r{i}_c{j}.npy``, or as 16-bit
