@@ -105,6 +105,12 @@ class Plan:
     core: tuple[int, int]  # core size (the last core along an axis may be smaller)
     margin: int
 
+    @classmethod
+    def of(cls, attrs: dict) -> Plan:
+        """The plan a store's attributes record (shape, tiles, core, margin)."""
+        return cls(tuple(attrs["shape"]), tuple(attrs["tiles"]), tuple(attrs["core"]),
+                   attrs["margin"])
+
     def cores(self, axis: int) -> list[tuple[int, int]]:
         n, t = self.shape[axis], self.core[axis]
         return [(i * t, min((i + 1) * t, n)) for i in range(self.tiles[axis])]
@@ -353,7 +359,7 @@ def run_tile(store: str, i: int, j: int) -> str:
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
     a = dict(root.attrs)
-    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    plan = Plan.of(a)
     (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
     base = root["work/base"]
     terrain = _read_terrain(base, (slice(r0, r1), slice(c0, c1)), a["cell_size"])
@@ -469,7 +475,7 @@ def run_blend(store: str, i: int, j: int) -> str:
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
     a = dict(root.attrs)
-    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    plan = Plan.of(a)
     (ca, cb), (da, db) = plan.cores(0)[i], plan.cores(1)[j]
     raw = root["work/raw"]
     names = list(a["arrays"]) + [f"change_{n}" for n in a["changes"]]
@@ -566,7 +572,7 @@ def _global_into_raw(store: str, i: int, j: int) -> str:
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
     a = dict(root.attrs)
-    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    plan = Plan.of(a)
     (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
     er, ec = plan.extent_size()
     for n in a["global"]:
@@ -724,7 +730,7 @@ def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy
     zarr = _zarr()
     root = zarr.open_group(str(store), mode="r")
     a = dict(root.attrs)
-    plan = Plan(tuple(a["shape"]), tuple(a["tiles"]), tuple(a["core"]), a["margin"])
+    plan = Plan.of(a)
     out = make_folder(folder, "--heightmap-tiles")
     h = root["height"]
     lo = hi = None
