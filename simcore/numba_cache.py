@@ -63,12 +63,13 @@ def install() -> None:
     original = current
     original_load = caching.Cache.load_overload
     warned: list[str] = []
+    guarded = {_ROOT}  # the packages whose kernels are guarded (another copy adds its own)
 
     def load_overload(self, *args, **kwargs):
         try:
             return original_load(self, *args, **kwargs)
         except STALE_INDEX:
-            if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
+            if not _ours(self, guarded):
                 raise
             _drop_index(self)
             return None  # not cached: numba compiles it
@@ -78,12 +79,12 @@ def install() -> None:
             try:
                 return original(self, *args, **kwargs)
             except STALE_INDEX:
-                if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
+                if not _ours(self, guarded):
                     raise
                 _drop_index(self)
                 return original(self, *args, **kwargs)
         except OSError as exc:
-            if not _ours(self, save_overload._terrain_erosion_roots):  # type: ignore[attr-defined]
+            if not _ours(self, guarded):
                 raise
             if not warned:
                 warned.append(str(exc))
@@ -95,7 +96,7 @@ def install() -> None:
                               stacklevel=2)
             return None
 
-    save_overload._terrain_erosion_roots = {_ROOT}  # type: ignore[attr-defined]
+    save_overload._terrain_erosion_roots = guarded  # type: ignore[attr-defined]
     caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
     caching.Cache.load_overload = load_overload  # type: ignore[method-assign]
 
