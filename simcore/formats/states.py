@@ -42,6 +42,9 @@ SEED_RANGE = (0, 2**63 - 1)
 NOT_A_STATE = "this file is not a Terrain Erosion state"
 #: arrays ``change_<process>``: how much each process moved the ground (world units)
 CHANGE_PREFIX = "change_"
+#: zlib level of compressed states and bake frames: 1 wrote a 1024² default state in
+#: 1.26 s CPU against 1.88 s at numpy's level 6, 37.3 MB against 36.6 MB
+DEFLATE_LEVEL = 1
 
 
 def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> Path:
@@ -62,9 +65,13 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
 def write_npz(f: IO[bytes], arrays: dict[str, np.ndarray], compress: bool = True) -> None:
     """What ``np.savez_compressed`` (``np.savez``) writes, with the zip file closed on
     every path: numpy's leaves it open when a write fails, and its ``__del__`` later
-    writes into the dead file and prints a traceback after our message."""
+    writes into the dead file and prints a traceback after our message. Deflate level
+    1 (:data:`DEFLATE_LEVEL`): a third faster than numpy's 6 on terrain arrays, files 2%
+    larger; any zip reader reads both."""
     method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
-    with zipfile.ZipFile(f, mode="w", compression=method, allowZip64=True) as zf:
+    level = DEFLATE_LEVEL if compress else None
+    with zipfile.ZipFile(f, mode="w", compression=method, compresslevel=level,
+                         allowZip64=True) as zf:
         for name, value in arrays.items():
             with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
