@@ -15,6 +15,17 @@ fixed 4x4 brush): a different algorithm, so not equal work.
 
 Set ``BENCH_CALLGRIND=1`` to add instruction counts per step (valgrind callgrind,
 both built for haswell because valgrind has no AVX-512; slow: minutes).
+
+Resolution rows (the droplets' share of issue 26's growth per doubling): the 7.68 km
+world of bench_resolution at 15, 7.5 (and, without ``--quick``, 3.75) m cells with the
+``default`` preset's droplets, one thread, CPU time: steps per droplet, the brush and
+tent radii in cells, and ns per step twice, once with the six grids a step touches
+(bedrock, sediment, eroded, deposited, erodibility, height) all starting at one place
+in a 4 KiB page and once spread over the page (9 cache lines apart). Large arrays come
+from the system as whole pages (numpy: 16 bytes into a page), so at 2048² every grid
+sits at one offset and cell k of each shares its address's low 12 bits; smaller grids
+land wherever the heap has room. The two placements give bit-identical results
+(``same``); ``one_page_offset_over_spread`` is what the collision costs.
 """
 
 from __future__ import annotations
@@ -117,6 +128,74 @@ def _callgrind(size: int, droplets: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _placed(arrays: list[np.ndarray], spread: bool) -> list[np.ndarray]:
+    """Copies of ``arrays`` whose first cells sit at one offset in a 4 KiB page, or (with
+    ``spread``) 9 cache lines apart from one array to the next."""
+    out = []
+    for slot, a in enumerate(arrays):
+        buf = np.empty(a.size + 520)
+        want = (slot * 576 if spread else 16) % 4096
+        skip = ((want - buf.ctypes.data) % 4096) // 8
+        copy = buf[skip:skip + a.size].reshape(a.shape)
+        copy[...] = a
+        out.append(copy)
+    return out
+
+
+def _per_step(base: np.ndarray, cell: float, droplets: int,
+              spread: bool) -> tuple[float, int, Terrain]:
+    """CPU seconds and steps of ``droplets`` droplets on one thread, the grids placed as
+    :func:`_placed` says."""
+    params = _params()
+    terrain = Terrain.from_heights(base, cell)
+    names = ["bedrock", "sediment", "eroded", "deposited", "erodibility"]
+    *grids, height = _placed([getattr(terrain, n) for n in names] + [terrain.height()], spread)
+    for name, grid in zip(names, grids):
+        setattr(terrain, name, grid)
+    old = parallel.threads()
+    parallel.set_threads(1)
+    try:
+        t0 = time.process_time()
+        steps = 0
+        for first in range(0, droplets, params.batch):
+            steps += run_batch(terrain, params, 1, first, min(params.batch, droplets - first),
+                               height=height)
+        return time.process_time() - t0, steps, terrain
+    finally:
+        parallel.set_threads(old)
+
+
+def _resolution(sizes: tuple[int, ...], droplets: int) -> list[dict]:
+    """Steps per droplet and CPU ns per step on the 7.68 km world at each size, the grids
+    at one page offset and spread (see the module docstring)."""
+    from benchmarks.bench_resolution import cell_size, world
+    params = _params()
+    rows: list[dict] = []
+    for size in sizes:
+        cell = cell_size(size)
+        base = np.load(world(size))
+        kernel = params.kernel(base.shape, cell)
+        one = _per_step(base, cell, droplets, spread=False)
+        spread = _per_step(base, cell, droplets, spread=True)
+        row = {"name": f"droplets 7.68 km world {size}x{size} ({cell:g} m, default preset)",
+               "droplets": droplets, "brush_cells": kernel.radius,
+               "tent_cells": kernel.deposit_reach,
+               "steps_per_droplet": round(spread[1] / droplets, 1),
+               "ns_per_step_one_page_offset": round(one[0] / one[1] * 1e9, 1),
+               "ns_per_step_spread": round(spread[0] / spread[1] * 1e9, 1),
+               "one_page_offset_over_spread": round(one[0] / spread[0], 2),
+               "same": one[1] == spread[1] and _identical(one[2], spread[2])}
+        if rows:
+            prev = rows[-1]
+            row["steps_growth"] = round(row["steps_per_droplet"] / prev["steps_per_droplet"], 2)
+            row["step_cost_growth_spread"] = round(
+                row["ns_per_step_spread"] / prev["ns_per_step_spread"], 2)
+            row["droplet_cpu_growth_spread"] = round(
+                row["steps_growth"] * row["step_cost_growth_spread"], 2)
+        rows.append(row)
+    return rows
+
+
 def run(quick: bool) -> list[dict]:
     rows = []
     with tempfile.TemporaryDirectory() as cache:
@@ -153,4 +232,6 @@ def run(quick: bool) -> list[dict]:
         if os.environ.get("BENCH_CALLGRIND") == "1" and port_available():
             row.update(_callgrind(size, 4096))
         rows.append(row)
+    rows.extend(_resolution((512, 1024) if quick else (512, 1024, 2048),
+                            4096 if quick else 8192))
     return rows
