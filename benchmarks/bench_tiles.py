@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL = 30.0
@@ -34,28 +35,41 @@ from simcore.formats.presets import find_preset
 from simcore.formats.states import load_heights
 from simcore.terrain import Terrain
 
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
 def main():
-    src, store = sys.argv[1], sys.argv[2]
-    n, workers, particles = (int(a) for a in sys.argv[3:6])
-    preset = find_preset("default")
-    if particles:
-        preset = preset.with_overrides({"particles": particles})
-    terrain = Terrain.from_heights(load_heights(src), 30.0)
-    t0 = time.perf_counter()
-    with client(workers, threads=1, quiet=True) as c:
-        margin = int(sys.argv[7]) if len(sys.argv) > 7 and sys.argv[7] else None
-        info = tiles.run_world(terrain, preset, store, c, (n, n), margin=margin, quiet=True)
-        peaks = c.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
-    wall = time.perf_counter() - t0
-    out = {"wall": wall, "stages": info["seconds"], "rounds": info["rounds"],
-           "worker_peak": sorted(peaks.values()),
-           "client_peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    if len(sys.argv) > 6 and sys.argv[6] == "seams":  # the same world on one tile
-        from benchmarks.bench_tiles import seam_figures
-        with client(workers, threads=1, quiet=True) as c:
-            tiles.run_world(Terrain.from_heights(load_heights(src), 30.0), preset,
-                            store + ".one", c, (1, 1), margin=margin, quiet=True)
-        out["seams"] = seam_figures(src, store + ".one", store)
+    cfg = json.loads(sys.argv[1])
+    preset = find_preset(cfg["preset"])
+    if cfg["particles"]:
+        preset = preset.with_overrides({"particles": cfg["particles"]})
+    out = {"runs": []}
+    plans = [(n, n) for n in cfg["tiles"]] + ([(1, 1)] if cfg["seams"] else [])
+    for tl in plans:  # a fresh cluster each: the workers' peaks are this run's
+        terrain = Terrain.from_heights(load_heights(cfg["src"]), cfg["cell"])
+        store = cfg["store"] + f".{tl[0]}"
+        t0, p0 = time.perf_counter(), time.process_time()
+        with client(cfg["workers"], threads=1, quiet=True) as c:
+            info = tiles.run_world(terrain, preset, store, c, tl, margin=cfg["margin"],
+                                   coarse=cfg["coarse"], quiet=True)
+            peaks = c.run(peak)
+            cpu = c.run(time.process_time)
+        out["runs"].append({"tiles": tl[0], "margin": info["margin"],
+                            "wall": time.perf_counter() - t0,
+                            "worker_cpu": sorted(cpu.values()),
+                            "client_cpu": time.process_time() - p0,
+                            "stages": info["seconds"], "rounds": info["rounds"],
+                            "particles": preset.work(terrain),
+                            "worker_peak": sorted(peaks.values()), "client_peak": peak()})
+        del terrain
+    if cfg["seams"]:
+        from benchmarks.bench_tiles import seam_figures, seam_picture
+        one = cfg["store"] + ".1"
+        out["seams"] = {n: seam_figures(cfg["src"], one, cfg["store"] + f".{n}")
+                        for n in cfg["tiles"]}
+        if cfg["picture"]:
+            seam_picture(cfg["src"], one, cfg["store"] + f".{cfg['tiles'][0]}",
+                         cfg["picture"])
     print(json.dumps(out))
 
 if __name__ == "__main__":
@@ -74,8 +88,9 @@ ERODE_CHILD = (
 
 def seam_figures(src: str, one: str, tiled: str) -> dict:
     """Δh r of a tiled store against the one-tile store of the same world, and the
-    height steps across each tile border (p95, p99, max; the same lines of the one-tile
-    run beside them) against the interior's p99 (world units)."""
+    height steps across each tile border (p95, p99, max, mean and the mean on the lines
+    beside it; the same lines of the one-tile run beside them) against the interior's
+    p99 and max (world units): the figures tests/test_tiles.py asserts on."""
     import numpy as np
 
     from simcore import tiles
@@ -87,26 +102,102 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     da, db = a.world_height() - h0, b.world_height() - h0
     plan = tiles.Plan(tuple(attrs["shape"]), tuple(attrs["tiles"]), tuple(attrs["core"]), 0)
     out: dict = {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
-                 "mean_abs_dh": float(np.abs(db).mean()), "borders": []}
+                 "mean_abs_dh": float(np.abs(db).mean()),
+                 "mean_abs_dh_one_tile": float(np.abs(da).mean()),
+                 "mean_abs_diff": float(np.abs(db - da).mean()), "borders": []}
     cols = [e - 1 for _, e in plan.cores(1)[:-1]]
     rows = [e - 1 for _, e in plan.cores(0)[:-1]]
     lines = [("col", 1, c) for c in cols] + [("row", 0, r) for r in rows]
-    figs = {}
+    figs: dict = {}
     for name, t in (("tiled", b), ("one_tile", a)):
         h = t.height() * cell
         dx, dy = np.abs(np.diff(h, axis=1)), np.abs(np.diff(h, axis=0))
         inside = np.concatenate([np.delete(dx, cols, axis=1).ravel(),
                                  np.delete(dy, rows, axis=0).ravel()])
         out[f"{name}_interior_p99"] = float(np.percentile(inside, 99))
+        out[f"{name}_interior_max"] = float(inside.max())
         figs[name] = []
         for _, axis, k in lines:
-            across = dx[:, k] if axis == 1 else dy[k, :]
+            steps = dx if axis == 1 else dy.T
+            across = steps[:, k]
+            beside = np.concatenate([steps[:, k - 6:k - 1], steps[:, k + 2:k + 7]], axis=1)
             figs[name].append({"p95": float(np.percentile(across, 95)),
                                "p99": float(np.percentile(across, 99)),
-                               "max": float(across.max())})
+                               "max": float(across.max()), "mean": float(across.mean()),
+                               "beside_mean": float(beside.mean())})
     out["borders"] = [{"at": f"{label} {k + 1}", **f, "one_tile": g}
                       for (label, _, k), f, g in zip(lines, figs["tiled"], figs["one_tile"])]
+    p99, top = out["tiled_interior_p99"], out["tiled_interior_max"]
+    out["passes_test"] = all(f["p95"] <= p99 and f["max"] <= top
+                             and f["mean"] <= 1.25 * f["beside_mean"] for f in figs["tiled"])
     return out
+
+
+def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> None:
+    """A PNG: top, the whole world on one tile | tiled | their difference (every
+    n-th cell, about 512 pixels a side); below, the same three at full resolution,
+    ``crop`` cells around the central tile corner (where the borders cross). Red ticks
+    mark the tile borders; the difference is blue lower, red higher, full colour at the
+    99th percentile of |tiled - one tile| (written into the attribute printed)."""
+    import numpy as np
+
+    from simcore import tiles
+    from simcore.formats import images
+    a, _ = tiles.load_world(one)
+    b, attrs = tiles.load_world(tiled)
+    cell = attrs["cell_size"]
+    plan = tiles.Plan.of(attrs)
+    diff = (b.height() - a.height()) * cell
+    full = float(np.percentile(np.abs(diff), 99)) or 1.0
+
+    def redblue(d):
+        t = np.clip(d / full, -1.0, 1.0)[..., None]
+        white = np.ones(d.shape + (3,))
+        rgb = np.where(t > 0, white * (1 - t) + np.array([0.85, 0.1, 0.1]) * t,
+                       white * (1 + t) - np.array([0.1, 0.2, 0.85]) * t)
+        return (rgb * 255 + 0.5).astype(np.uint8)
+
+    def ticks(img, rs, cs, step):
+        img = img.copy()
+        for r in rs:
+            img[r // step, :6] = img[r // step, -6:] = (255, 0, 0)
+        for c in cs:
+            img[:6, c // step] = img[-6:, c // step] = (255, 0, 0)
+        return img
+
+    rb = [e for _, e in plan.cores(0)[:-1]]
+    cb = [e for _, e in plan.cores(1)[:-1]]
+    step = max(1, plan.shape[0] // 512)
+    sl = (slice(None, None, step), slice(None, None, step))
+    top = [images.shaded_relief(a.height()[sl] * step), images.shaded_relief(
+        b.height()[sl] * step), redblue(diff[sl])]
+    top = [ticks(t, rb, cb, step) for t in top]
+    r0 = max(0, (rb[len(rb) // 2] if rb else plan.shape[0] // 2) - crop // 2)
+    c0 = max(0, (cb[len(cb) // 2] if cb else plan.shape[1] // 2) - crop // 2)
+    w = (slice(r0, r0 + crop), slice(c0, c0 + crop))
+    low = [images.shaded_relief(a.height()[w]), images.shaded_relief(b.height()[w]),
+           redblue(diff[w])]
+    low = [ticks(t, [r - r0 for r in rb if r0 <= r < r0 + crop],
+                 [c - c0 for c in cb if c0 <= c < c0 + crop], 1) for t in low]
+    gap = 8
+
+    def row(imgs):
+        hgt = max(i.shape[0] for i in imgs)
+        out = []
+        for i in imgs:
+            pad = np.full((hgt, i.shape[1] + gap, 3), 255, np.uint8)
+            pad[:i.shape[0], :i.shape[1]] = i
+            out.append(pad)
+        return np.concatenate(out, axis=1)
+
+    r1, r2 = row(top), row(low)
+    width = max(r1.shape[1], r2.shape[1])
+    canvas = np.full((r1.shape[0] + gap + r2.shape[0], width, 3), 255, np.uint8)
+    canvas[:r1.shape[0], :r1.shape[1]] = r1
+    canvas[r1.shape[0] + gap:, :r2.shape[1]] = r2
+    images.save_png(path, canvas)
+    print(f"seam picture {path}: difference full colour at {full:.2f} world units; "
+          f"crop rows {r0}..{r0 + crop}, cols {c0}..{c0 + crop}", file=sys.stderr)
 
 
 def _world(size: int, folder: Path) -> Path:
@@ -117,30 +208,46 @@ def _world(size: int, folder: Path) -> Path:
     return out
 
 
-def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
-            particles: int = 0, seams: bool = False, margin: int = 0) -> list[dict]:
+def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
+            particles: int = 0, seams: bool = False, margin: int = 0,
+            src: str = "", cell: float = CELL, preset: str = "default", coarse: int = 1,
+            picture: str = "", scratch: str = "") -> list[dict]:
+    """Tiled runs of one world (``src`` at ``cell``, or a generated SIZE² world of
+    30 m cells) for each tile count in ``tiles``; with ``seams`` also on one tile, the
+    border figures and (``picture``) the seam picture; ``untiled``: plain ``erode``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="te-bench-tiles-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="te-bench-tiles-", dir=scratch or None) as tmp:
         folder = Path(tmp)
-        src = _world(size, folder)
-        done = subprocess.run([sys.executable, "-c", TILED_CHILD, str(src),
-                               str(folder / "w.zarr"), str(n), str(workers), str(particles),
-                               "seams" if seams else "", str(margin or "")],
-                              cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+        src = src or str(_world(size, folder))
+        import numpy as np
+        size = int(np.load(src, mmap_mode="r").shape[0])
+        cfg = {"src": src, "cell": cell, "store": str(folder / "w.zarr"), "tiles": tiles,
+               "workers": workers, "particles": particles, "preset": preset,
+               "margin": margin or None, "coarse": coarse, "seams": seams,
+               "picture": picture}
+        done = subprocess.run([sys.executable, "-c", TILED_CHILD, json.dumps(cfg)],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(done.stderr[-4000:])
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        rows.append({"name": f"tiled {size}^2 {n}x{n} on {workers} workers"
-                     f"{f' margin {margin}' if margin else ''}",
-                     "seconds": round(r["wall"], 1), "rounds": r["rounds"],
-                     **{f"{k}_s": round(v, 1) for k, v in r["stages"].items()},
-                     "peak_MB_per_worker": [round(p / 2**20) for p in r["worker_peak"]],
-                     "client_peak_MB": round(r["client_peak"] / 2**20)})
-        if "seams" in r:
-            rows.append({"name": f"seams {size}^2 {n}x{n} vs one tile", **r["seams"]})
+        for run_ in r["runs"]:
+            n = run_["tiles"]
+            rows.append({"name": f"tiled {size}^2 ({cell:g} m cells) {n}x{n} margin "
+                         f"{run_['margin']} coarse {coarse} on {workers} workers, "
+                         f"{preset} {run_['particles']} particles",
+                         "seconds": round(run_["wall"], 1), "rounds": run_["rounds"],
+                         **{f"{k}_s": round(v, 1) for k, v in run_["stages"].items()},
+                         "worker_cpu_s": [round(v, 1) for v in run_["worker_cpu"]],
+                         "peak_MB_per_worker": [round(p / 2**20) for p in
+                                                run_["worker_peak"]],
+                         "client_peak_MB": round(run_["client_peak"] / 2**20)})
+        for n, fig in r.get("seams", {}).items():
+            rows.append({"name": f"seams {size}^2 {n}x{n} vs one tile", **fig})
         if untiled:
             t0 = time.perf_counter()
-            args = ["erode", "--input", str(src), "--cell-size", str(CELL), "--output",
-                    str(folder / "e.npz"), "--quiet"]
+            args = ["erode", "--input", str(src), "--cell-size", str(cell), "--output",
+                    str(folder / "e.npz"), "--quiet", "--preset", preset]
             if particles:
                 args += ["--particles", str(particles)]
             done = subprocess.run([sys.executable, "-c", ERODE_CHILD, json.dumps(args)],
@@ -153,22 +260,50 @@ def measure(size: int, n: int, workers: int = 2, untiled: bool = True,
 
 
 def run(quick: bool) -> list[dict]:
-    return measure(128 if quick else 256, 2)
+    return measure(128 if quick else 256, [2])
+
+
+#: the runs docs/tiles.md reports, by name (``--scenario NAME``); the worlds in /tmp/w
+#: are the bench world at 7.5 and 3.75 m cells (``generate`` can make others)
+SCENARIOS: dict[str, dict[str, Any]] = {
+    # 2048² (3.75 m cells, 7.68 km), the default preset's own rain per area (200k)
+    "seams2048": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[2, 4], seams=True,
+                      untiled=False, picture="docs/tiles_seamless_2048.png"),
+    # 1024² generated uplands of 30 m cells, 800k particles, 4x4 (margin 64)
+    "seams1024x4": dict(size=1024, tiles=[4], particles=800_000, seams=True,
+                        untiled=False),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--tiles", type=int, default=2)
+    ap.add_argument("--size", type=int, default=1024, help="generated world's side")
+    ap.add_argument("--input", default="", help="a .npy world instead of a generated one")
+    ap.add_argument("--cell-size", type=float, default=CELL)
+    ap.add_argument("--tiles", default="2", help="tiles per side, e.g. 2 or 2,4")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--preset", default="default")
     ap.add_argument("--particles", type=int, default=0, help="override (0: the preset's)")
+    ap.add_argument("--coarse", type=int, default=1)
     ap.add_argument("--no-untiled", action="store_true")
     ap.add_argument("--margin", type=int, default=0, help="tile margin (0: the default)")
     ap.add_argument("--seams", action="store_true",
                     help="also run the world on one tile: Δh r and the steps across borders")
+    ap.add_argument("--picture", default="", help="with --seams: the seam picture (PNG)")
+    ap.add_argument("--scratch", default="", help="folder for the stores (a temp dir in it)")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS),
+                    help="one of the runs docs/tiles.md reports")
     args = ap.parse_args(argv)
-    for row in measure(args.size, args.tiles, args.workers, not args.no_untiled,
-                       args.particles, args.seams, args.margin):
+    if args.scenario:
+        kw = dict(SCENARIOS[args.scenario])
+        kw.setdefault("scratch", args.scratch)
+        rows = measure(kw.pop("size", 0), **kw)
+    else:
+        rows = measure(args.size, [int(t) for t in args.tiles.split(",")], args.workers,
+                       not args.no_untiled, args.particles, args.seams, args.margin,
+                       args.input, args.cell_size, args.preset, args.coarse, args.picture,
+                       args.scratch)
+    for row in rows:
         print(json.dumps(row))
     return 0
 

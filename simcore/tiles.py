@@ -256,16 +256,51 @@ def _downsample(a: np.ndarray, f: int) -> np.ndarray:
     return pad.reshape(r, f, c, f).mean(axis=(1, 3))
 
 
-def _upsample(a: np.ndarray, f: int, shape: tuple[int, int]) -> np.ndarray:
-    """Bilinear: coarse cell k stands at fine position k*f + (f-1)/2."""
-    def axis(n_fine, n_coarse):
-        x = (np.arange(n_fine) - (f - 1) / 2.0) / f
+def _coarse_ranges(n: int, block: int) -> list[tuple[int, int]]:
+    """Ranges of ``block`` coarse cells over ``n``, none shorter than 2 (numpy sums a
+    block mean in another order when a side is 1: the numbers would differ in the last
+    bit from those of the whole map)."""
+    block = max(2, block)
+    out = [[a, min(a + block, n)] for a in range(0, n, block)]
+    if len(out) > 1 and out[-1][1] - out[-1][0] < 2:
+        out[-2][1] = out[-1][1]
+        del out[-1]
+    return [(x, y) for x, y in out]
+
+
+def downsample_blocks(arr, f: int, block: tuple[int, int]) -> np.ndarray:
+    """``_downsample(arr, f)`` of a 2-D array-like (a Zarr array, a memory map) read
+    window by window: ``block`` coarse cells a side at a time (one tile core's worth),
+    so only one window of the fine map is ever in memory. The same numbers, bit for
+    bit, as the whole map's (tests/test_tiles.py)."""
+    rows, cols = arr.shape
+    out = np.empty((math.ceil(rows / f), math.ceil(cols / f)))
+    for ra, rb in _coarse_ranges(out.shape[0], block[0]):
+        for ca, cb in _coarse_ranges(out.shape[1], block[1]):
+            win = np.ascontiguousarray(arr[ra * f:min(rb * f, rows), ca * f:min(cb * f, cols)],
+                                       dtype=np.float64)
+            out[ra:rb, ca:cb] = _downsample(win, f)
+    return out
+
+
+def _upsample(a, f: int, shape: tuple[int, int], rows: tuple[int, int] | None = None,
+              cols: tuple[int, int] | None = None) -> np.ndarray:
+    """Bilinear: coarse cell k stands at fine position k*f + (f-1)/2. ``rows`` x
+    ``cols`` (fine, end exclusive): that window of the ``shape`` result only, reading
+    only the coarse cells it needs from ``a`` (an array or a Zarr array); every cell
+    the same number as in the whole result."""
+    def axis(n_fine, n_coarse, span):
+        lo, hi = span if span is not None else (0, n_fine)
+        x = (np.arange(n_fine)[lo:hi] - (f - 1) / 2.0) / f
         x = np.clip(x, 0, n_coarse - 1)
         i0 = np.minimum(np.floor(x).astype(np.int64), n_coarse - 1)
         i1 = np.minimum(i0 + 1, n_coarse - 1)
         return i0, i1, x - i0
-    r0, r1, fr = axis(shape[0], a.shape[0])
-    c0, c1, fc = axis(shape[1], a.shape[1])
+    r0, r1, fr = axis(shape[0], a.shape[0], rows)
+    c0, c1, fc = axis(shape[1], a.shape[1], cols)
+    ra, rb, ca, cb = int(r0.min()), int(r1.max()) + 1, int(c0.min()), int(c1.max()) + 1
+    a = np.asarray(a[ra:rb, ca:cb], dtype=np.float64)
+    r0, r1, c0, c1 = r0 - ra, r1 - ra, c0 - ca, c1 - ca
     top = a[r0][:, c0] * (1 - fc) + a[r0][:, c1] * fc
     bot = a[r1][:, c0] * (1 - fc) + a[r1][:, c1] * fc
     return top * (1 - fr)[:, None] + bot * fr[:, None]
@@ -277,19 +312,31 @@ def _simulation(terrain, params: dict, seed: int, rounds: int):
     return Simulation(terrain, params, seed=seed, particles=rounds * per_round)
 
 
+#: terrain arrays in cell units (a coarse copy divides them by its factor)
+LENGTHS = ("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool")
+#: arrays the coarse global stage changes by adding its (interpolated) change
+ADDED = ("bedrock", "sediment", "eroded", "deposited", "uplifted")
+#: arrays the coarse global stage sets (interpolated, never below zero)
+SET = ("pool", "stream", "wind")
+
+
 def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) -> str:
-    """Stage 1 (a task): the global processes on the whole map (``coarse`` times smaller
-    when > 1), the result written as ``work/base``. Returns a digest of what it wrote."""
+    """Stage 1 (a task): the global processes on the whole map, written as
+    ``work/base``; with ``coarse`` > 1 on a copy that many times smaller, built window by
+    window from ``work/input`` (the full-resolution map is never in memory), its result
+    written as ``work/coarse`` (the tiles interpolate it back, each its own extent:
+    base_window). Returns a digest of what it wrote."""
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
     src = root["work/input"]
+    if coarse > 1:
+        if params:
+            _global_coarse(root, params, seed, rounds, coarse)
+        return "ok"
     terrain = _read_terrain(src, None, root.attrs["cell_size"])
     base = root["work/base"]
     if params:
-        if coarse > 1:
-            _global_coarse(terrain, params, seed, rounds, coarse)
-        else:
-            _simulation(terrain, params, seed, rounds).run()
+        _simulation(terrain, params, seed, rounds).run()
         for name, change in terrain.changes.items():
             base[f"change_{name}"][...] = change
     for name, a in terrain.arrays().items():
@@ -297,32 +344,62 @@ def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) ->
     return "ok"
 
 
-def _global_coarse(terrain, params: dict, seed: int, rounds: int, f: int) -> None:
-    from .terrain import Terrain
-    fine = terrain.arrays()
-    small = {n: _downsample(a, f) for n, a in fine.items()}
-    lengths = ("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool")
-    for n in lengths:
+def _global_coarse(root, params: dict, seed: int, rounds: int, f: int) -> None:
+    from .terrain import Terrain, fields
+    plan = Plan.of(dict(root.attrs))
+    src = root["work/input"]
+    block = (math.ceil(plan.core[0] / f), math.ceil(plan.core[1] / f))
+    small = {n: downsample_blocks(src[n], f, block) for n in fields()}
+    for n in LENGTHS:
         small[n] /= f  # cell units of the coarse grid
-    t = Terrain(**small, cell_size=terrain.cell_size * f)
+    t = Terrain(**small, cell_size=float(root.attrs["cell_size"]) * f)
     t.validate()
-    start = {n: a.copy() for n, a in t.arrays().items()}
-    sim = _simulation(t, params, seed, rounds)
-    sim.run()
-    shape = terrain.shape
-    for n in ("bedrock", "sediment", "eroded", "deposited", "uplifted"):
-        delta = _upsample((getattr(t, n) - start[n]) * f, f, shape)
-        fine[n] += delta
-    for n in ("pool", "stream", "wind"):
-        scale = f if n == "pool" else 1.0
-        fine[n][...] = np.maximum(_upsample(getattr(t, n) * scale, f, shape), 0.0)
+    start = {n: getattr(t, n).copy() for n in ADDED}
+    _simulation(t, params, seed, rounds).run()
+    out = root["work/coarse"]
+    for n in ADDED:
+        out[f"delta_{n}"][...] = (getattr(t, n) - start[n]) * f
+    for n in SET:
+        out[n][...] = getattr(t, n) * (f if n == "pool" else 1.0)
+    for name, change in t.changes.items():
+        out[f"change_{name}"][...] = change * f
+
+
+def base_window(root, attrs: dict, rows: tuple[int, int], cols: tuple[int, int]):
+    """The base (the map after the global stage) on fine rows x cols, as a Terrain: read
+    from ``work/base``, or with ``--coarse`` > 1 the input there plus the coarse
+    stage's change interpolated back (bilinear; sediment never below zero)."""
+    window = (slice(*rows), slice(*cols))
+    cell = attrs["cell_size"]
+    f = int(attrs["coarse"])
+    if f == 1:
+        return _read_terrain(root["work/base"], window, cell)
+    if not attrs["global"]:
+        return _read_terrain(root["work/input"], window, cell)
+    from .terrain import Terrain, fields
+    src, co = root["work/input"], root["work/coarse"]
+    shape = tuple(attrs["shape"])
+    fine = {n: np.ascontiguousarray(src[n][window], dtype=np.float64) for n in fields()}
+    for n in ADDED:
+        fine[n] += _upsample(co[f"delta_{n}"], f, shape, rows, cols)
+    for n in SET:
+        fine[n][...] = np.maximum(_upsample(co[n], f, shape, rows, cols), 0.0)
     short = np.minimum(fine["sediment"], 0.0)  # never less than no sediment
     fine["sediment"] -= short
     fine["bedrock"] += short
-    for n, a in fine.items():
-        setattr(terrain, n, a)
-    for name, change in t.changes.items():
-        terrain.changes[name] = _upsample(change * f, f, shape)
+    t = Terrain(**fine, cell_size=float(cell))
+    t.validate()
+    return t
+
+
+def global_change_window(root, attrs: dict, name: str, rows: tuple[int, int],
+                         cols: tuple[int, int]) -> np.ndarray:
+    """Global process ``name``'s change (cell units) on fine rows x cols."""
+    f = int(attrs["coarse"])
+    if f == 1:
+        return root[f"work/base/change_{name}"][slice(*rows), slice(*cols)]
+    return _upsample(root[f"work/coarse/change_{name}"], f, tuple(attrs["shape"]), rows,
+                     cols)
 
 
 # -- stage 2: the tiles ---------------------------------------------------------------
@@ -361,8 +438,7 @@ def run_tile(store: str, i: int, j: int) -> str:
     a = dict(root.attrs)
     plan = Plan.of(a)
     (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
-    base = root["work/base"]
-    terrain = _read_terrain(base, (slice(r0, r1), slice(c0, c1)), a["cell_size"])
+    terrain = base_window(root, a, (r0, r1), (c0, c1))
     detail = {n: process_params(n, v) for n, v in a["detail"].items()}
     seed, rounds = int(a["seed"]), int(a["rounds"])
     weights = np.asarray(root["work/block_weights"][...])
@@ -513,10 +589,80 @@ def _create(root, name: str, shape, chunks, fill=0.0):
                                compressor=_compressor(), fill_value=fill, overwrite=True)
 
 
+class HeightmapFile:
+    """A .npy heightmap (world units) read window by window through a memory map: the
+    input of a tiled run whose client never holds the whole map (the terrain arrays of
+    a window are those ``Terrain.from_heights`` makes of it)."""
+
+    def __init__(self, path: str | Path, cell_size: float):
+        from .formats.states import load_heights
+        from .terrain import StateFileError, check_cell_size
+        self.path = str(path)
+        self.cell_size = check_cell_size(cell_size)
+        where = f"{path}: cannot read heightmap"
+        try:
+            self.heights = np.load(self.path, mmap_mode="r", allow_pickle=False)
+        except FileNotFoundError:
+            load_heights(self.path)  # its message for a missing or unreadable file
+            raise
+        except (OSError, ValueError) as exc:
+            raise StateFileError(f"{where}: {exc}") from None
+        if self.heights.ndim != 2 or self.heights.dtype.kind not in "iuf":
+            raise StateFileError(f"{where}: expected a 2-D (rows, cols) array of numbers, "
+                                 f"got shape {self.heights.shape} of {self.heights.dtype}")
+        from .terrain import MAX_SIDE
+        if max(self.heights.shape) > MAX_SIDE:
+            raise StateFileError(f"{where}: {self.shape[0]}x{self.shape[1]} is larger than "
+                                 f"{MAX_SIDE}x{MAX_SIDE}")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.heights.shape[0]), int(self.heights.shape[1]))
+
+    def window(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict[str, np.ndarray]:
+        """Every terrain array (cell units) on rows x cols (each at least 3)."""
+        from .terrain import Terrain
+        part = np.asarray(self.heights[rows[0]:rows[1], cols[0]:cols[1]])
+        return Terrain.from_heights(part, self.cell_size).arrays()
+
+
+def _window_ranges(cores: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Tile cores along an axis, a last one under 3 cells joined to the one before (a
+    terrain is at least 3 x 3)."""
+    out = [list(c) for c in cores]
+    if len(out) > 1 and out[-1][1] - out[-1][0] < 3:
+        out[-2][1] = out[-1][1]
+        del out[-1]
+    return [(a, b) for a, b in out]
+
+
+def _windows(terrain):
+    """window(rows, cols) -> the terrain arrays there, for a Terrain or a HeightmapFile."""
+    if isinstance(terrain, HeightmapFile):
+        return terrain.window
+    arrays = terrain.arrays()
+    return lambda r, c: {n: a[r[0]:r[1], c[0]:c[1]] for n, a in arrays.items()}
+
+
+def store_block_weights(rain, block: int) -> np.ndarray:
+    """world_block_weights of a rain array-like (a Zarr array) read one row of blocks
+    at a time: the same numbers."""
+    rows, cols = rain.shape
+    rb, cb = _block_ranges(rows - 1, block), _block_ranges(cols - 1, block)
+    out = np.empty((len(rb), len(cb)))
+    for bi, (a, b) in enumerate(rb):
+        w = square_weights(np.asarray(rain[a:b + 1, :], dtype=np.float64))
+        for bj, (c, d) in enumerate(cb):
+            out[bi, bj] = np.ascontiguousarray(w[:, c:d]).sum()
+    return out
+
+
 def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
                   coarse: int, rain_share: float) -> dict:
-    """Write the input and the layout into a new store; returns its attributes."""
+    """Write the input and the layout into a new store; returns its attributes.
+    ``terrain``: a Terrain or a HeightmapFile, written one tile core at a time."""
     from .processes import PROCESSES
+    from .terrain import fields
     zarr = _zarr()
     enabled = preset.enabled_params()
     glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
@@ -527,20 +673,31 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
     root.require_group("work/trees")  # run_tile's tasks add to it at once (no race)
     rows, cols = plan.shape
     chunks = plan.core
-    arrays = list(terrain.arrays())
+    arrays = list(fields())
     changes = [n for n in PROCESSES if n in enabled]
-    for n, arr in terrain.arrays().items():
-        _create(root, f"work/input/{n}", plan.shape, chunks)[...] = arr
-        _create(root, f"work/base/{n}", plan.shape, chunks)
-    for n in glob:
-        _create(root, f"work/base/change_{n}", plan.shape, chunks)
+    inputs = {n: _create(root, f"work/input/{n}", plan.shape, chunks) for n in arrays}
+    window = _windows(terrain)
+    for ra, rb in _window_ranges(plan.cores(0)):
+        for ca, cb in _window_ranges(plan.cores(1)):
+            for n, a in window((ra, rb), (ca, cb)).items():
+                inputs[n][ra:rb, ca:cb] = a
+    if coarse == 1:
+        for n in arrays:
+            _create(root, f"work/base/{n}", plan.shape, chunks)
+        for n in glob:
+            _create(root, f"work/base/change_{n}", plan.shape, chunks)
+    elif glob:  # the coarse global stage's result (base_window interpolates it)
+        small = (math.ceil(rows / coarse), math.ceil(cols / coarse))
+        cchunks = (math.ceil(chunks[0] / coarse), math.ceil(chunks[1] / coarse))
+        for n in [f"delta_{n}" for n in ADDED] + list(SET) + [f"change_{n}" for n in glob]:
+            _create(root, f"work/coarse/{n}", small, cchunks)
     er, ec = plan.extent_size()
     tr, tc = plan.tiles
     for n in arrays + [f"change_{n}" for n in detail]:
         _create(root, f"work/raw/{n}", (tr, tc, er, ec), (1, 1, er, ec))
     for n in glob:  # the global changes pass through the raw tiles untouched
         _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), (1, 1, er, ec))
-    weights = world_block_weights(terrain.rain, block_size(plan.margin))
+    weights = store_block_weights(inputs["rain"], block_size(plan.margin))
     root.create_dataset("work/block_weights", data=weights, overwrite=True)
     for n in arrays + [f"change_{n}" for n in changes] + ["height"]:
         _create(root, n, plan.shape, chunks)
@@ -577,7 +734,7 @@ def _global_into_raw(store: str, i: int, j: int) -> str:
     er, ec = plan.extent_size()
     for n in a["global"]:
         _write_raw(root[f"work/raw/change_{n}"], i, j,
-                   root[f"work/base/change_{n}"][r0:r1, c0:c1], er, ec)
+                   global_change_window(root, a, n, (r0, r1), (c0, c1)), er, ec)
     return "ok"
 
 
@@ -768,8 +925,7 @@ def tile_command(args) -> int:
     from .cli import CliError, _cell_size, overrides
     from .cluster import client
     from .formats.presets import find_preset
-    from .formats.states import load_heights, load_state
-    from .terrain import Terrain
+    from .formats.states import load_state
 
     out = check_output_store(args.output)  # before a cluster starts
     if args.heightmap_tiles and Path(args.heightmap_tiles).is_file():
@@ -782,8 +938,8 @@ def tile_command(args) -> int:
         if args.cell_size is not None:
             raise CliError("--cell-size cannot change the scale of a saved state")
         terrain, _ = load_state(args.input)
-    elif name.endswith(".npy"):
-        terrain = Terrain.from_heights(load_heights(args.input), _cell_size(args.cell_size))
+    elif name.endswith(".npy"):  # read tile by tile: the client never holds the map
+        terrain = HeightmapFile(args.input, _cell_size(args.cell_size))
     else:
         raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
     make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts

@@ -10,6 +10,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("distributed")
 pytest.importorskip("zarr")
@@ -234,7 +236,7 @@ def test_the_store_reads_tile_by_tile(runs, tmp_path):
 
 def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tmp_path):
     pids = client.run(os.getpid)
-    killed = []
+    killed: list = []
 
     def killer():
         deadline = time.monotonic() + 120
@@ -271,3 +273,72 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
                             if p.is_file() and p.name != ".zattrs")
     for rel in chunks:
         assert (runs[2] / rel).read_bytes() == (store / rel).read_bytes(), rel
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(24, 200), cols=st.integers(24, 200), f=st.integers(2, 6),
+       br=st.integers(1, 40), bc=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
+def test_the_coarse_copy_built_window_by_window_is_the_whole_maps(rows, cols, f, br, bc,
+                                                                   seed):
+    """The global stage's coarse copy, read one window at a time, and the change
+    interpolated back on one tile's window: bit for bit what the whole map gives."""
+    a = np.random.default_rng(seed).normal(0.0, 100.0, (rows, cols))
+    whole = tiles._downsample(a, f)
+    np.testing.assert_array_equal(tiles.downsample_blocks(a, f, (br, bc)), whole)
+    up = tiles._upsample(whole, f, (rows, cols))
+    r0, c0 = rows // 3, cols // 5
+    win = tiles._upsample(whole, f, (rows, cols), (r0, rows - 1), (c0, cols))
+    np.testing.assert_array_equal(win, up[r0:rows - 1, c0:])
+
+
+def test_the_block_weights_read_by_rows_of_blocks_are_the_whole_maps():
+    rain = np.random.default_rng(2).uniform(0.2, 3.0, (301, 177))
+    for block in (16, 32, 50):
+        np.testing.assert_array_equal(tiles.store_block_weights(rain, block),
+                                      tiles.world_block_weights(rain, block))
+
+
+def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(world,
+                                                                               tmp_path):
+    """A 1024² .npy map in 8x8 tiles with --coarse 8: writing the store (the client)
+    and the global stage (hydrology on the 128² copy) each allocate under one
+    full-resolution array (8 MB; the terrain has 14 such arrays: the whole map would
+    be 117 MB; the client's windows are 128² tile cores)."""
+    import tracemalloc
+
+    from simcore.simulation import rain_share
+    big = np.kron(world, np.ones((4, 4))) + np.random.default_rng(0).uniform(
+        0.0, 1.0, (4 * SIZE, 4 * SIZE))
+    src = tmp_path / "big.npy"
+    np.save(src, big)
+    one_array = big.nbytes
+    del big
+    source = tiles.HeightmapFile(src, CELL)
+    plan = tiles.make_plan(source.shape, (8, 8), None)
+    p = find_preset("default").with_overrides({"particles": 4096})
+    store = str(tmp_path / "w.zarr")
+    tracemalloc.start()
+    try:
+        attrs = tiles.prepare_store(store, source, p, plan, 2, 8, rain_share(source))  # type: ignore[arg-type]
+        client_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        assert list(attrs["global"]) == ["hydrology"]
+        tiles.run_global(store, {n: p.params[n] for n in attrs["global"]}, 1, 2, 8)
+        global_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert client_peak < one_array / 2, (client_peak, one_array)
+    # the coarse terrain (14 arrays of 128²) and hydrology's work arrays on it
+    assert global_peak < one_array, (global_peak, one_array)
+    import zarr
+    root = zarr.open_group(store, mode="r")
+    moved = root["work/coarse/delta_bedrock"][...]
+    assert moved.shape == (128, 128) and np.abs(moved).max() > 0  # hydrology ran
+    # a tile's base: the input there plus the coarse change interpolated back
+    rows, cols = (0, 192), (128, 320)
+    t = tiles.base_window(root, dict(root.attrs), rows, cols)
+    gained = (tiles._upsample(root["work/coarse/delta_bedrock"][...], 8, plan.shape)
+              + tiles._upsample(root["work/coarse/delta_sediment"][...], 8, plan.shape)
+              )[:192, 128:320]
+    start = np.load(src, mmap_mode="r")[:192, 128:320] / CELL
+    np.testing.assert_allclose(t.height(), start + gained, rtol=0, atol=1e-9)
