@@ -32,8 +32,6 @@ import json, resource, sys, time
 from simcore import tiles
 from simcore.cluster import client
 from simcore.formats.presets import find_preset
-from simcore.formats.states import load_heights
-from simcore.terrain import Terrain
 
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -46,7 +44,7 @@ def main():
     out = {"runs": []}
     plans = [(n, n) for n in cfg["tiles"]] + ([(1, 1)] if cfg["seams"] else [])
     for tl in plans:  # a fresh cluster each: the workers' peaks are this run's
-        terrain = Terrain.from_heights(load_heights(cfg["src"]), cfg["cell"])
+        terrain = tiles.HeightmapFile(cfg["src"], cfg["cell"])  # read tile by tile
         store = cfg["store"] + f".{tl[0]}"
         t0, p0 = time.perf_counter(), time.process_time()
         with client(cfg["workers"], threads=1, quiet=True) as c:
@@ -200,6 +198,22 @@ def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> 
           f"crop rows {r0}..{r0 + crop}, cols {c0}..{c0 + crop}", file=sys.stderr)
 
 
+def mirrored_world(src: str, k: int, out: str) -> str:
+    """``src`` laid k x k times, every other copy mirrored (no step where copies meet):
+    a world k times wider at the same cell size and slopes, written by rows of copies
+    into a memory-mapped .npy (never whole in memory)."""
+    import numpy as np
+    g = np.load(src, mmap_mode="r")
+    n, m = g.shape
+    dst = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(k * n, k * m))
+    for i in range(k):
+        for j in range(k):
+            t = g[::-1] if i % 2 else g
+            dst[i * n:(i + 1) * n, j * m:(j + 1) * m] = t[:, ::-1] if j % 2 else t
+    dst.flush()
+    return out
+
+
 def _world(size: int, folder: Path) -> Path:
     out = folder / f"world{size}.npy"
     subprocess.run([sys.executable, "-m", "simcore", "generate", "--size", str(size),
@@ -272,6 +286,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # 1024² generated uplands of 30 m cells, 800k particles, 4x4 (margin 64)
     "seams1024x4": dict(size=1024, tiles=[4], particles=800_000, seams=True,
                         untiled=False),
+    # 8192² (3.75 m cells, 30.72 km: the 2048² world mirrored 4 x 4), the default
+    # preset at 50k particles (1/64 of its rain per area), hydrology at 1/8, 8x8 tiles
+    "big8192": dict(mirror=("/tmp/w/g2048.npy", 4), cell=3.75, tiles=[8], coarse=8,
+                    particles=50_000, untiled=False),
 }
 
 
@@ -297,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario:
         kw = dict(SCENARIOS[args.scenario])
         kw.setdefault("scratch", args.scratch)
+        if "mirror" in kw:
+            src, k = kw.pop("mirror")
+            kw["src"] = mirrored_world(src, k, str(Path(args.scratch or tempfile.gettempdir())
+                                                   / f"mirror{k}_{Path(src).name}"))
         rows = measure(kw.pop("size", 0), **kw)
     else:
         rows = measure(args.size, [int(t) for t in args.tiles.split(",")], args.workers,
