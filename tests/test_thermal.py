@@ -312,3 +312,62 @@ def test_creep_per_unit_of_rain_does_not_depend_on_the_map_extent():
     assert 0.8 < ratio < 1.25, ratio
     assert rain_share(Terrain.from_heights(tile, cell)) == 1.0
     assert rain_share(Terrain.from_heights(wide, cell)) == 0.25
+
+
+def test_a_long_loose_wall_settles_in_one_pass_as_endless_sweeps_would():
+    """An 80-cell wall of loose material: on one grid its ramp flattens from the foot
+    up a cell a sweep (over a thousand sweeps); relaxed on coarse grids first
+    (multigrid) one pass of at most ``relax_sweeps`` ends at the same ramp."""
+    from simcore.processes import thermal
+
+    rows, cols = 64, 384
+    sed = np.zeros((rows, cols))
+    sed[:, :128] = 80.0
+
+    def wall():
+        return Terrain.from_heights(np.zeros((rows, cols)), world_units=False, sediment=sed)
+
+    params = ThermalParams(talus_angle=33.0, weathering=0.0)
+    t = wall()
+    total0 = t.total_material()
+    updates = run_batch(t, params, 0, 0, 1)
+    assert updates <= (1 + params.relax_sweeps) * rows * cols
+    old = thermal.MULTIGRID_CELLS
+    try:
+        thermal.MULTIGRID_CELLS = 10 ** 12  # one grid only
+        ref = wall()
+        sweeps = run_batch(ref, params.replace(relax_sweeps=100_000), 0, 0, 1) // sed.size
+    finally:
+        thermal.MULTIGRID_CELLS = old
+    assert sweeps > 500, "the long way round"
+    talus = math.tan(math.radians(33.0))
+    assert max_loose_slope(t) <= talus * 1.01 + 1e-6
+    assert np.abs(t.height() - ref.height()).max() < 0.5, "the same ramp (cell units)"
+    assert np.array_equal(t.bedrock, np.zeros((rows, cols)))
+    assert abs(t.total_material() - total0) < 1e-12 * total0
+
+
+@given(heights=arrays(np.float64, st.tuples(st.integers(8, 24), st.integers(8, 24)),
+                      elements=st.floats(-100, 100)),
+       data=st.data(), params=params_strategy, passes=st.integers(1, 4))
+def test_relaxation_on_coarse_grids_keeps_mass_and_signs(heights, data, params, passes):
+    """The coarse grids (forced down to 8x8 cells here) move material mass-exactly,
+    leave no negative sediment and never raise bedrock."""
+    from simcore.processes import thermal
+
+    sed = data.draw(arrays(np.float64, heights.shape, elements=st.floats(0, 50)))
+    ero = data.draw(arrays(np.float64, heights.shape, elements=st.sampled_from([0.0, 0.5, 1.0])))
+    t = Terrain.from_heights(heights, world_units=False, sediment=sed, erodibility=ero)
+    total0 = t.total_material()
+    old = thermal.MULTIGRID_CELLS
+    try:
+        thermal.MULTIGRID_CELLS = 64
+        run(t, passes, params)
+    finally:
+        thermal.MULTIGRID_CELLS = old
+    for name, arr in t.arrays().items():
+        assert np.all(np.isfinite(arr)), name
+    assert t.sediment.min() >= 0
+    assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
+    tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
+    assert abs(t.total_material() - total0) < tol

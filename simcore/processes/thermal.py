@@ -40,6 +40,16 @@ way when it is too steep. One *pass* over the whole grid does:
    rests at its talus angle and rock at its critical angle to within a fraction of a
    degree.
 
+   Multigrid: on one grid a slope that must flatten does so from its foot up, a cell a
+   sweep (each cell drops against its lower neighbour before that one has dropped):
+   O(L) sweeps over an L-cell slope. So before its sweeps a grid of at least
+   ``MULTIGRID_CELLS`` cells relaxes a 2x-coarsened copy of itself (:func:`_coarsen`:
+   block means of bedrock and sediment in the coarse cell units, so slopes and angles
+   are the same), recursively down to about 32², where a slope is a few cells long;
+   each coarse grid's change is carried back to the finer one mass-exactly
+   (:func:`_prolong`), whose sweeps then fix what the coarse grid could not see. The
+   long moves are made on the small grids.
+
 Angles are geometric, so the landforms they bound are the same at any resolution;
 ``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
 squared per pass, converted with the terrain's cell size. At a cell size of 1 a pass
@@ -84,6 +94,12 @@ _CREEP_CAP = 4.0  # largest nonlinear creep factor 1 / (1 - (S/Sc)^2)
 #: (two bands of a parity are a band apart, so they never touch the same cell); the
 #: bands do not depend on the thread count, so neither does the result
 RELAX_BAND_ROWS = 16
+#: relaxation first relaxes a 2x-coarsened copy of a grid of at least this many cells
+#: (sides of 8 or more), recursively, so that long slopes settle on coarse grids first
+MULTIGRID_CELLS = 64 * 64
+#: the coarsest grid may sweep this many times ``relax_sweeps`` (it is small and
+#: carries the longest moves)
+COARSEST_SWEEPS = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -500,11 +516,236 @@ def _unmark(now, starts, counts, moved):
             mf[now[starts[b] + j]] = 0
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _coarsen(first, last, bedrock, sediment, erodibility, cb, cs, ch, ck):
+    """Rows ``first .. last - 1`` of a 2x-coarsened copy: each coarse cell is the mean
+    of a 2x2 block in the coarse cell units (half the fine ones, so slopes and angles
+    are the same): ``cb`` bedrock, ``cs`` sediment, ``ch`` = cb + cs; ``ck`` the
+    block's lowest erodibility (a block with unbreakable rock never fails)."""
+    cols = cb.shape[1]
+    for y in range(first, last):
+        r = 2 * y
+        for x in range(cols):
+            c = 2 * x
+            b = 0.125 * ((bedrock[r, c] + bedrock[r, c + 1])
+                         + (bedrock[r + 1, c] + bedrock[r + 1, c + 1]))
+            s = 0.125 * ((sediment[r, c] + sediment[r, c + 1])
+                         + (sediment[r + 1, c] + sediment[r + 1, c + 1]))
+            cb[y, x] = b
+            cs[y, x] = s
+            ch[y, x] = b + s
+            ck[y, x] = min(min(erodibility[r, c], erodibility[r, c + 1]),
+                           min(erodibility[r + 1, c], erodibility[r + 1, c + 1]))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _limited(lower, mid, upper, first, last):
+    """Slope (per coarse cell) of a change ``mid`` between its neighbours' ``lower`` and
+    ``upper`` (monotonized central limiter: the central slope, at most twice either
+    one-sided one, 0 at an extremum, so the fine values stay between the neighbours');
+    at a grid edge (``first``/``last``: no lower/upper neighbour) the one-sided slope."""
+    if first:
+        return upper - mid
+    if last:
+        return mid - lower
+    a = mid - lower
+    b = upper - mid
+    if a * b <= 0.0:
+        return 0.0
+    central = 0.5 * (a + b)
+    if a > 0.0:
+        return min(central, 2.0 * a, 2.0 * b)
+    return max(central, 2.0 * a, 2.0 * b)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _prolong(first, last, cb0, ch0, cb, ch, height, bedrock, sediment, eroded, deposited):
+    """Carry the coarse relaxation of rows ``first .. last - 1`` (``cb0``/``ch0``
+    before, ``cb``/``ch`` after, coarse units) to their 2x2 fine blocks, mass-exactly
+    (fine units: twice the coarse ones). The rock a block loosened turns into sediment
+    in place on its four cells alike. Its surface change is spread over its cells as a
+    plane through the block's mean change, with the gradient of the coarse change
+    limited so that it makes no new extremum (:func:`_limited`; a plane change comes back as that
+    plane, so a coarse ramp is a fine ramp, not a staircase); the four changes sum to
+    the block's. A rise is sediment; a fall takes sediment. Where a cell would fall by
+    more than its sediment, the block moves by the same amount on each cell instead,
+    the fall taken evenly from the cells that have sediment and the rest from those
+    that have more (the block lost no more than its sediment), bedrock only for a
+    rounding shortfall."""
+    rows, cols = cb.shape
+    change = np.empty(4)
+    have = np.empty(4)
+    for y in range(first, last):
+        for x in range(cols):
+            loose = 2.0 * (cb0[y, x] - cb[y, x])
+            mean = ch[y, x] - ch0[y, x]
+            up = ch[y - 1, x] - ch0[y - 1, x] if y > 0 else mean
+            down = ch[y + 1, x] - ch0[y + 1, x] if y + 1 < rows else mean
+            left = ch[y, x - 1] - ch0[y, x - 1] if x > 0 else mean
+            right = ch[y, x + 1] - ch0[y, x + 1] if x + 1 < cols else mean
+            if loose <= 0.0 and mean == 0.0 and up == 0.0 and down == 0.0 and left == 0.0 \
+                    and right == 0.0:
+                continue
+            # slopes of the change per coarse cell, halved: fine centres are a quarter
+            # of a coarse cell off the block's centre
+            sy = 0.5 * _limited(up, mean, down, y == 0, y + 1 == rows)
+            sx = 0.5 * _limited(left, mean, right, x == 0, x + 1 == cols)
+            feasible = True
+            for j in range(4):
+                k = (2 * y + (j >> 1), 2 * x + (j & 1))
+                if loose > 0.0:  # rock breaks loose: the same surface
+                    transfer(k, 0.0, loose, loose, height, bedrock, sediment, eroded,
+                             deposited)
+                change[j] = 2.0 * (mean + sy * ((j >> 1) - 0.5) + sx * ((j & 1) - 0.5))
+                have[j] = sediment[k]
+                if -change[j] > have[j]:
+                    feasible = False
+            if feasible:
+                for j in range(4):
+                    k = (2 * y + (j >> 1), 2 * x + (j & 1))
+                    if change[j] < 0.0:
+                        transfer(k, -change[j], 0.0, 0.0, height, bedrock, sediment, eroded,
+                                 deposited)
+                    elif change[j] > 0.0:
+                        transfer(k, 0.0, 0.0, change[j], height, bedrock, sediment, eroded,
+                                 deposited)
+                continue
+            if mean >= 0.0:  # the same rise on each cell
+                for j in range(4):
+                    k = (2 * y + (j >> 1), 2 * x + (j & 1))
+                    transfer(k, 0.0, 0.0, 2.0 * mean, height, bedrock, sediment, eroded,
+                             deposited)
+                continue
+            # the same fall on each cell, taken where the sediment is: cells give
+            # min(sediment, level), summing to the block's fall
+            need = -8.0 * mean
+            order = np.argsort(have)
+            level = math.inf
+            rest = need
+            for n in range(4):
+                s = have[order[n]]
+                if s * (4 - n) >= rest:
+                    level = rest / (4 - n)
+                    break
+                rest -= s
+            short = 0.0 if level < math.inf else rest / 4.0  # rounding: from the rock
+            for j in range(4):
+                k = (2 * y + (j >> 1), 2 * x + (j & 1))
+                transfer(k, min(have[j], level), short, 0.0, height, bedrock, sediment,
+                         eroded, deposited)
+
+
 def relax_bands(rows: int) -> np.ndarray:
     """Row edges of the relaxation bands (at least RELAX_BAND_ROWS rows each, or one
     band): independent of the threads."""
     bands = max(1, rows // RELAX_BAND_ROWS)
     return np.array([rows * b // bands for b in range(bands + 1)], dtype=np.int64)
+
+
+class _Level:
+    """One grid of the relaxation: its arrays (the terrain's, or a coarsened copy's)
+    and the bookkeeping of its sweeps (bands, lists of moved cells, stamps)."""
+
+    def __init__(self, height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
+                 eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray) -> None:
+        self.height, self.bedrock, self.sediment = height, bedrock, sediment
+        self.eroded, self.deposited, self.erodibility = eroded, deposited, erodibility
+        rows, cols = height.shape
+        self.edges = relax_bands(rows)
+        # each band lists the cells that moved in a sweep (its rows and the next ones)
+        starts = np.array([(e + 2 * b - 1) * cols for b, e in enumerate(self.edges[:-1])])
+        starts[0] = 0
+        self.starts = starts
+        self.lists = [np.empty(self.edges[-1] * cols + 2 * len(starts) * cols,
+                               dtype=np.int64) for _ in range(2)]
+        self.counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this one]
+        self.moved = np.zeros(height.shape, dtype=np.uint8)
+        self.queued = np.zeros(height.shape, dtype=np.uint16)  # the sweep that queued a cell
+        self.stamp = 0
+        count_bands = len(starts)
+        # the bands of each parity, in a few runs of neighbours per thread
+        self.parities = [[ids for ids in np.array_split(np.arange(p, count_bands, 2),
+                                                        2 * parallel.threads()) if ids.size]
+                         for p in (0, 1)]
+        self.coarse: _Level | None = None
+        if rows * cols >= MULTIGRID_CELLS and min(rows, cols) >= 8:
+            shape = (rows // 2, cols // 2)
+            self.before = (np.empty(shape), np.empty(shape))  # coarse bedrock, height
+            self.coarse = _Level(*(np.zeros(shape) for _ in range(6)))
+
+    def next_stamp(self) -> int:
+        self.stamp += 1
+        if self.stamp > np.iinfo(self.queued.dtype).max:  # wrap: no old stamp may match
+            self.queued[...] = 0
+            self.stamp = 1
+        return self.stamp
+
+    def next_sweep(self) -> None:
+        _unmark(self.lists[1], self.starts, self.counts, self.moved)
+        self.lists.reverse()  # this sweep's lists are the next one's "before"
+        self.counts[0] = self.counts[1]
+        self.counts[1] = 0
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.height, self.bedrock, self.sediment, self.eroded, self.deposited,
+                self.erodibility)
+
+    def sweep(self, k: Kernel, everything: bool) -> float:
+        """One relaxation sweep: the even bands together, then the odd ones; returns
+        the largest amount moved (cell units)."""
+        worst = [0.0]
+        stamp = self.next_stamp()
+
+        def bands(ids: np.ndarray) -> float:
+            return _relax_bands(k, ids, self.edges, everything, stamp, self.lists[0],
+                                self.lists[1], self.starts, self.counts, self.moved,
+                                self.queued, *self.arrays())
+
+        def keep(_ids: np.ndarray, moved_most: float) -> None:
+            worst[0] = max(worst[0], moved_most)
+
+        for ids in self.parities:
+            parallel.run(ids, bands, keep)
+        self.next_sweep()
+        return worst[0]
+
+    def finish(self, k: Kernel) -> None:
+        """The cells next to the last sweep's moves, all in one heap (on this thread):
+        what the odd bands laid on the even ones' cells slides on, and none of it
+        waits on a slope steeper than it can rest on."""
+        rows = self.height.shape[0]
+        _relax_band(k, 0, rows, 0, len(self.starts), 0, False, False, self.next_stamp(),
+                    self.lists[0], self.lists[1], self.starts, self.counts, self.moved,
+                    self.queued, *self.arrays())
+        self.next_sweep()
+
+    def relax(self, k: Kernel, most: int) -> int:
+        """Relax this grid: first its coarse copy (recursively), carried back to it,
+        then up to ``most`` sweeps here until one moves no more than TOLERANCE.
+        Returns the sweeps done on this grid."""
+        coarse = self.coarse
+        if coarse is not None and most > 0:
+            cb0, ch0 = self.before
+            crow = parallel.bands(cb0.shape[0])
+            parallel.run(crow, lambda b: _coarsen(b[0], b[1], self.bedrock, self.sediment,
+                                                  self.erodibility, coarse.bedrock,
+                                                  coarse.sediment, coarse.height,
+                                                  coarse.erodibility))
+            cb0[...] = coarse.bedrock
+            ch0[...] = coarse.height
+            coarse.relax(k, most if coarse.coarse is not None else COARSEST_SWEEPS * most)
+            parallel.run(crow, lambda b: _prolong(b[0], b[1], cb0, ch0, coarse.bedrock,
+                                                  coarse.height, *self.arrays()[:5]))
+        relaxed = 0
+        excess = math.inf
+        while relaxed < most and excess > TOLERANCE:
+            # the first sweep visits every cell: creep, new soil and the coarse grids
+            # moved them all
+            excess = self.sweep(k, relaxed == 0)
+            relaxed += 1
+        if relaxed:
+            self.finish(k)
+        return relaxed
 
 
 def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, count: int,
@@ -560,63 +801,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
                                                         t.bedrock, t.sediment, t.eroded,
                                                         t.deposited))
 
-    edges = relax_bands(rows)
-    # each band lists the cells that moved in a sweep (its rows and the next ones)
-    starts = np.array([(e + 2 * b - 1) * cols for b, e in enumerate(edges[:-1])])
-    starts[0] = 0
-    lists = [np.empty(edges[-1] * cols + 2 * len(starts) * cols, dtype=np.int64)
-             for _ in range(2)]
-    counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this sweep]
-    moved = np.zeros(height.shape, dtype=np.uint8)
-    queued = np.zeros(height.shape, dtype=np.uint16)  # the sweep (stamp) that queued a cell
-    stamp = [0]
-
-    def next_stamp() -> int:
-        stamp[0] += 1
-        if stamp[0] > np.iinfo(queued.dtype).max:  # wrap around: no old stamp may match
-            queued[...] = 0
-            stamp[0] = 1
-        return stamp[0]
-
-    count_bands = len(starts)
-    # the bands of each parity, in a few runs of neighbours per thread
-    parities = [[ids for ids in np.array_split(np.arange(p, count_bands, 2),
-                                               2 * parallel.threads()) if ids.size]
-                for p in (0, 1)]
-
-    def next_sweep() -> None:
-        _unmark(lists[1], starts, counts, moved)
-        lists.reverse()  # this sweep's lists are the next one's "before"
-        counts[0] = counts[1]
-        counts[1] = 0
-
-    def relax_sweep(everything: bool) -> float:
-        """One relaxation sweep: the even bands together, then the odd ones."""
-        worst = [0.0]
-        sweep = next_stamp()
-
-        def bands(ids: np.ndarray) -> float:
-            return _relax_bands(k, ids, edges, everything, sweep, lists[0], lists[1], starts,
-                                counts, moved, queued, height, t.bedrock, t.sediment,
-                                t.eroded, t.deposited, t.erodibility)
-
-        def keep(_ids: np.ndarray, moved_most: float) -> None:
-            worst[0] = max(worst[0], moved_most)
-
-        for ids in parities:
-            parallel.run(ids, bands, keep)
-        next_sweep()
-        return worst[0]
-
-    def finish() -> None:
-        """The cells next to the last sweep's moves, all in one heap (on this thread):
-        what the odd bands laid on the even ones' cells slides on, and none of it
-        waits on a slope steeper than it can rest on."""
-        _relax_band(k, 0, rows, 0, count_bands, 0, False, False, next_stamp(), lists[0],
-                    lists[1], starts, counts, moved, queued, height, t.bedrock, t.sediment,
-                    t.eroded, t.deposited, t.erodibility)
-        next_sweep()
-
+    grid = _Level(height, t.bedrock, t.sediment, t.eroded, t.deposited, t.erodibility)
     for _ in range(count):
         excess = talus_sweep()
         sweeps += 1
@@ -625,16 +810,8 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
             sweeps += 1
         if k.creep > 0.0 or k.weathering > 0.0:
             excess = math.inf  # creep and new soil may rest too steep: always relax
-        relaxed = 0
-        for j in range(params.relax_sweeps):
-            if excess <= TOLERANCE:
-                break
-            # the first sweep visits every cell: creep and new soil moved them all
-            excess = relax_sweep(j == 0)
-            relaxed += 1
-        if relaxed:
-            finish()
-        sweeps += relaxed
+        if excess > TOLERANCE:
+            sweeps += grid.relax(k, params.relax_sweeps)
     return sweeps * height.size
 
 
