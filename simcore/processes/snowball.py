@@ -381,11 +381,15 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     if params.blur > 0:
         box = (0, r1 - r0, 0, c1 - c0)
         closed = np.array([r0 == 0, r1 == rows, c0 == 0, c1 == cols])
-        blur_rock, blur_sed = d_rock.copy(), d_sed.copy()
-        _blur_box(blur_rock, h, a, passes, *box, closed)
-        _blur_box(blur_sed, h, a, passes, *box, closed)
-        d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
-        d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
+        if params.blur >= 1.0:  # all blurred: in place, no blend
+            _blur_box(d_rock, h, a, passes, *box, closed)
+            _blur_box(d_sed, h, a, passes, *box, closed)
+        else:
+            blur_rock, blur_sed = d_rock.copy(), d_sed.copy()
+            _blur_box(blur_rock, h, a, passes, *box, closed)
+            _blur_box(blur_sed, h, a, passes, *box, closed)
+            d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
+            d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
     _apply_change(d_rock, d_sed, height[part], terrain.bedrock[part],
                   terrain.sediment[part], terrain.eroded[part], terrain.deposited[part])
     return int(nsteps)
