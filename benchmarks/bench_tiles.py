@@ -286,10 +286,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # 1024² generated uplands of 30 m cells, 800k particles, 4x4 (margin 64)
     "seams1024x4": dict(size=1024, tiles=[4], particles=800_000, seams=True,
                         untiled=False),
-    # 8192² (3.75 m cells, 30.72 km: the 2048² world mirrored 4 x 4), the default
-    # preset at 50k particles (1/64 of its rain per area), hydrology at 1/8, 8x8 tiles
+    # 8192² (3.75 m cells, 30.72 km: the 2048² world mirrored 4 x 4), one round of the
+    # default preset (2048 particles: 1/1570 of its rain per area, the droplets'
+    # batch; one pass of thermal and trees), hydrology at 1/8, 8x8 tiles
     "big8192": dict(mirror=("/tmp/w/g2048.npy", 4), cell=3.75, tiles=[8], coarse=8,
-                    particles=50_000, untiled=False),
+                    particles=2048, untiled=False),
 }
 
 
