@@ -34,6 +34,21 @@ def patchy_sand(n=128, mean=0.3, seed=3):
                                 sediment=sed * mean / sed.mean())
 
 
+def sand_piles(n=128, cell=1.0, relief=24.0, cover=2.0, seed=5):
+    """Large noise over a sand cover: ``cover`` metres of sand everywhere under
+    0-``relief`` m more in smooth piles (Gaussian noise filtered over 40 m: wavelengths of
+    60 m and more, several times the desert preset's dunes). ``n`` cells of 1 m; with
+    ``cell`` > 1 the block mean of that world on ``n / cell`` cells."""
+    f = np.random.default_rng(seed).standard_normal((n, n))
+    k = np.fft.fftfreq(n)
+    f = np.real(np.fft.ifft2(np.fft.fft2(f) * np.exp(-(np.hypot(k[:, None], k[None, :])
+                                                        * 40.0) ** 2)))
+    sed = cover + relief * (f - f.min()) / (f.max() - f.min())
+    b, m = int(cell), int(n // cell)
+    sed = sed.reshape(m, b, m, b).mean(axis=(1, 3)) / cell
+    return Terrain.from_heights(np.zeros((m, m)), cell, world_units=True, sediment=sed)
+
+
 def desert(t, wind_share=1.0, **wind):
     """The desert preset on ``t`` (``wind_share`` x its wind per area), wind settings
     overridden by ``wind``; checks the sand books and returns the wind's params."""
@@ -83,15 +98,41 @@ def test_without_the_splash_rows_of_cells_streak_along_the_wind():
 
 def test_thin_patchy_sand_makes_barchans():
     """A thin patchy cover (0.3 m on average) on bare rock: isolated crescents, horns
-    downwind. Dunes a few saturation lengths long: 1.5 m here to fit several on 128 m."""
+    downwind. The preset's dunes at half size to fit several on 128 m: the saturation
+    length (1.5 m) and the ground the crest speed-up compares with (fetch and lookahead,
+    17.5 m) halved."""
     t = patchy_sand()
     before = sand_bodies(t.sediment, 0.0)
-    desert(t, wind_share=4.0, direction=0.0, saturation_length=1.5)
+    desert(t, wind_share=4.0, direction=0.0, saturation_length=1.5, fetch=17.5,
+           lookahead=17.5)
     b = sand_bodies(t.sediment, 0.0)
     assert b["bare"] >= 0.5, b  # isolated bodies on bare rock
     assert b["bodies"] >= 2.0, b  # at least 4 on the 128 x 128 map
     assert b["horns"] >= 0.6 and b["horn_lead"] >= 0.05, (before, b)
     assert not before["horn_lead"] >= 0.05, before  # the patches were no crescents
+
+
+@pytest.mark.parametrize("cell", [1.0, 2.0])
+def test_dunes_from_any_start(cell):
+    """24 m of smooth sand piles over 2 m of sand (the dunes stand about 7 m): 8x the
+    preset's wind (9.2 particles of 0.2 m³ per m²) reorganises them into transverse dunes
+    of the preset's spacing, the same on 1 and 2 m cells: at least 30% of the along-wind
+    energy at dune wavelengths (5-40 m) where the piles had 5%, slip faces (lee/stoss >=
+    1.5), several dunes on the 128 m map. Without a bound on a dune's size (the crest
+    speed-up measured against the ground upwind only: ``lookahead = 0``) the piles merge
+    into one dune as long as the map."""
+    t = sand_piles(cell=cell)
+    h0 = t.height()
+    band = (5.0 / cell, 40.0 / cell)  # the same metres
+    before = measure_dunes(h0, 0.0, cell, band)
+    desert(t, wind_share=8.0, direction=0.0)
+    h = t.height()
+    m = measure_dunes(h, 0.0, cell, band)
+    assert before["spectral_share"] < 0.1 and before["lee_stoss"] < 1.2, before
+    assert m["spectral_share"] >= 0.3 and m["lee_stoss"] >= 1.5, m
+    assert 20.0 <= dune_spacing(h, 0.0, cell) <= 48.0  # several dunes, not one map-long
+    assert 20.0 <= m["wavelength_m"] <= 48.0, m
+    assert np.ptp(h0) >= 3.0 * np.ptp(h), (np.ptp(h0), np.ptp(h))  # relief: several dunes'
 
 
 @pytest.mark.slow
@@ -106,11 +147,12 @@ def test_two_winds_make_linear_dunes_along_their_resultant():
     assert crest_trend(sand_sea().height())["coherence"] < 0.1  # the start had no trend
 
 
-def test_two_winds_and_the_splash_keep_mass_and_are_deterministic_at_any_thread_count():
+def test_two_winds_splash_and_lookahead_keep_mass_and_are_deterministic_at_any_thread_count():
     n = 48
     yy, xx = np.mgrid[0:n, 0:n]
     hills = 3.0 * np.sin(xx / 5.0) * np.cos(yy / 7.0) + 0.1 * xx
-    p = WindParams(direction=200.0, direction2=80.0, share2=0.3, splash=0.5, batch=200)
+    p = WindParams(direction=200.0, direction2=80.0, share2=0.3, splash=0.5, lookahead=6.0,
+                   batch=200)
     ts = [Terrain.from_heights(hills, world_units=False, sediment=np.full((n, n), 0.5))
           for _ in range(2)]
     threads = parallel.threads()

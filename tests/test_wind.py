@@ -96,6 +96,9 @@ def test_kernel_parameters_are_world_units():
     assert k30.reach_steps == 1 and k30.reach_frac == pytest.approx(50 / 30 - 1)
     # per metre the load adapts the same: two 1 m steps = one 2 m step
     assert 1 - (1 - k1.rate) ** 2 == pytest.approx(k2.rate)
+    # the crest speed-up's lookahead is metres: cells at each size
+    q = WindParams(lookahead=30.0)
+    assert q.kernel(1.0).look_ahead == 30.0 and q.kernel(2.0).look_ahead == 15.0
 
 
 @pytest.mark.parametrize("direction", [0.0, 90.0])
@@ -310,7 +313,7 @@ params_strategy = st.builds(
     direction=st.floats(-360, 360), capacity=st.floats(0, 100),
     saturation_length=st.floats(0.01, 20), speedup=st.floats(0, 50),
     stoss_angle=st.floats(0, 89), crest_speedup=st.floats(0, 100),
-    fetch=st.floats(0.01, 10000), max_gain=st.floats(1, 100),
+    fetch=st.floats(0.01, 10000), lookahead=st.floats(0, 100), max_gain=st.floats(1, 100),
     shadow_angle=st.floats(0, 89), shadow_reach=st.floats(0, 100),
     boundary_layer=st.floats(0.001, 100), fallout_length=st.floats(0.001, 100),
     repose_angle=st.floats(1, 89), hysteresis=st.floats(0, 30), reach=st.floats(0, 100),

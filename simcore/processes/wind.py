@@ -9,13 +9,24 @@ resolutions makes the same dunes. Each particle walks along the wind one cell
 
 - **capacity**: ``capacity`` m³ on flat ground, times a speed-up: on stoss slopes
   ``1 + speedup * slope`` (the slope counted up to ``stoss_angle``; lee slopes lower
-  it) and over raised ground ``+ crest_speedup * (height - upwind ground)``, the
-  upwind ground being a running mean over ``fetch`` metres of the ground the particle
-  passed; the gain is capped at ``max_gain``. The slope term makes flat sand unstable
-  and sets the dune spacing (a few saturation lengths); the crest term lets the whole
-  stoss side erode, so dunes migrate downwind with a gentle stoss and don't steepen
-  into symmetric ridges (compare the Jackson-Hunt / Kroy shear-stress perturbation:
-  a slope part and a height part);
+  it) and over raised ground ``+ crest_speedup * (height - reference ground)``, the
+  reference being a running mean over ``fetch`` metres of the ground ``lookahead``
+  metres ahead of the particle (0: the ground it passed); the gain is capped at
+  ``max_gain``. The slope term makes flat sand unstable and sets the dune spacing (a
+  few saturation lengths); the crest term lets the whole stoss side erode, so dunes
+  migrate downwind with a gentle stoss and don't steepen into symmetric ridges (compare
+  the Jackson-Hunt / Kroy shear-stress perturbation: a slope part and a height part);
+- **what bounds a dune's size** (``lookahead``): the height part of that perturbation is
+  the flow's response to the ground around a point, downwind as well as upwind (the
+  pressure field feels the ground ahead). A reference of upwind ground only shifts the
+  whole height term upwind: on relief longer than ``fetch`` it acts as a stoss speed-up
+  of ``crest_speedup * fetch`` per unit slope with no cap (24 at 0.6/m and 40 m, eight
+  times the slope term), so every long wave grows and dunes merge until one fills the
+  map. Reading the ground ``lookahead = fetch`` ahead centres the reference on the
+  particle: relief much longer than the fetch gets no speed-up, only dunes of about
+  the fetch and shorter grow, and large piles of sand break up into dunes of that size
+  (in nature the depth of the atmospheric boundary layer bounds the largest dunes the
+  same way: the wind stops responding to longer relief);
 - **saturation**: the load relaxes to the capacity over ``saturation_length`` m: per
   step of ``ds`` metres the gap shrinks by ``1 - exp(-ds / saturation_length)``; a
   positive gap lifts sand (never more than the cell holds), a negative one lays it down;
@@ -114,6 +125,11 @@ class WindParams(Params):
     fetch: float = param(40.0, 0.01, 10000.0, "m",
                          "length of upwind ground the wind compares a crest with",
                          soft_hi=200.0)
+    lookahead: float = param(0.0, 0.0, 10000.0, "m",
+                             "the ground the crest speed-up compares with is read this "
+                             "far ahead of the particle (0: only the ground it passed; "
+                             "= fetch: centred, which bounds the dunes' size near the "
+                             "fetch)", soft_hi=200.0)
     max_gain: float = param(6.0, 1.0, 100.0, "",
                             "largest capacity gain from speed-ups", soft_hi=10.0)
     shadow_angle: float = param(15.0, 0.0, 89.0, "deg",
@@ -180,6 +196,7 @@ class WindParams(Params):
             stoss=math.tan(math.radians(self.stoss_angle)),
             crest=self.crest_speedup * cs,
             fetch_rate=-math.expm1(-cs / self.fetch),
+            look_ahead=self.lookahead / cs,
             max_gain=self.max_gain,
             fall_rate=-math.expm1(-cs / self.fallout_length),
             glide=math.tan(math.radians(self.shadow_angle)),
@@ -211,7 +228,8 @@ class Kernel(NamedTuple):
     speedup: float  # capacity gain per unit stoss slope
     stoss: float  # tan(stoss angle): steeper slopes add no further gain
     crest: float  # capacity gain per cell unit of height above the upwind ground
-    fetch_rate: float  # weight of the current cell in the running upwind ground height
+    fetch_rate: float  # weight of the newest cell in the running reference ground height
+    look_ahead: float  # cells ahead of the particle the running ground height reads
     max_gain: float  # cap of the speed-up
     fall_rate: float  # fraction of the load dropped per step in the wind shadow
     glide: float  # tan(shadow angle): fall of the separated flow per cell
@@ -289,7 +307,8 @@ def avalanche(start, rows, cols, repose, rest, stack, height, bedrock, sediment,
 @njit(cache=True)
 def _target(k, back, here, ahead, upwind, clearance, step):
     """Load the wind can carry over ground ``here`` between ``back`` and ``ahead`` (one
-    cell up- and downwind), ``upwind`` the mean ground it passed over: capacity x
+    cell up- and downwind), ``upwind`` the reference ground (running mean of the ground
+    ``look_ahead`` cells ahead of the cells passed over): capacity x
     speed-up (on stoss slopes, over ground raised above the upwind ground) x the shadow's
     fade with ``clearance``."""
     cap = k.capacity
@@ -427,7 +446,8 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
     j = _cell(x - vx, y - vy, rows, cols, k.wrap)
     back = height[j if j >= 0 else i]
     z = _shadow_height(k, height, x, y, vx, vy, rows, cols)
-    upwind = z  # running mean of the ground (or the shadowing crest) passed over
+    upwind = z  # running mean of the ground (or the shadowing crest) passed over, or
+    # of the ground look_ahead cells ahead of it
     load = 0.0
     floor = 1e-6 * k.capacity
     step = np.int64(0)  # not a literal 0: one signature of _target
@@ -439,7 +459,12 @@ def _fly(st, k, rows, cols, height, bedrock, sediment, eroded, deposited, erodib
         ahead = height[j] if j >= 0 else here
         if clearance <= 0.0:
             track[i] = 1
-        upwind += (here - upwind) * k.fetch_rate
+        ref = here
+        if k.look_ahead > 0.0:
+            ja = _cell(x + k.look_ahead * vx, y + k.look_ahead * vy, rows, cols, k.wrap)
+            if ja >= 0:
+                ref = height[ja]
+        upwind += (ref - upwind) * k.fetch_rate
         gap = _target(k, back, here, ahead, upwind, clearance, step) - load
         gap *= k.rate if clearance <= 0.0 else k.fall_rate
         load = _trade(k, i, gap, load, clearance, height, bedrock, sediment, eroded,
