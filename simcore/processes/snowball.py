@@ -365,6 +365,7 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     lost, nsteps = _run_batch(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count, kernel,
                               cdf, moved, rock, sed, np.zeros_like(height),
                               np.zeros_like(height), terrain.erodibility, span)
+    del moved  # scratch: at most 5 grids of it at once (bytes_per_cell)
     terrain.outflow += lost
     if not span[0] <= span[1]:  # nothing taken or laid
         return int(nsteps)
