@@ -182,6 +182,7 @@ class Terrain:
         slots = {name: slot for slot, name in enumerate(fields())}
         if not world_units or bedrock.ctypes.data % _PAGE != _offset(slots["bedrock"]):
             bedrock = _placed(bedrock, slots["bedrock"])  # a copy when not world units
+        del raw  # the unplaced copy (world units): not held through the other grids
         values: dict[str, Any] = {"bedrock": bedrock}
         for name, array in arrays.items():
             if name not in fields() or name == "bedrock":
