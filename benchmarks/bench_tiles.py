@@ -9,7 +9,11 @@ A generated upland world of SIZE x SIZE 30 m cells, eroded with the default pres
   resident memory), where it fits.
 
 Run: ``python -m benchmarks.bench_tiles --size 1024 --tiles 2`` (``build.py bench`` runs
-it at 256, 2x2, with --quick at 128). Wall times on a shared machine are noisy.
+it at 256, 2x2, with --quick at 128); ``--input world.npy --cell-size C`` for a given
+world, ``--seams`` for the figures against the same pipeline on one tile (Δh r, the
+steps across every border as tests/test_tiles.py asserts them, ``--picture``), and
+``--scenario NAME`` for the runs docs/tiles.md reports (SCENARIOS: seams2048,
+seams1024x4, big8192). Wall times on a shared machine are noisy.
 """
 
 from __future__ import annotations
