@@ -23,14 +23,17 @@ snowball           +48      copies of rock, sediment and heights and three scrat
 hydrology          +32      the lake search's scratch (stamps, queue keys and cells:
                             28) and three byte maps; measured +2 on hills whose
                             lakes are small, 32 when lakes cover the map
-thermal            +24      scratch grids; measured +23-24
+thermal            +52      scratch grids (+24, measured +23-24) and the multigrid's
+                            coarse copies (+28 allocated: six quarter grids, their
+                            state before a pass, lists and stamps, 4/3 for the
+                            levels below; measured +20-22 in whole default runs)
 wind                +2      the particle track map; measured 0
 droplets, trees      0      work per particle, not per cell
 ============  ============  =========================================================
 
-So the default preset (droplets, hydrology, thermal, trees) is estimated at 246 bytes a
-cell (measured 176-184 on hills before the change arrays, +40, were added): 1.0 GB at
-2048², 4.1 GB at 4096². A host adds its own
+So the default preset (droplets, hydrology, thermal, trees) is estimated at 274 bytes a
+cell (measured 215-229 at 512² and 1024² with the multigrid): 1.15 GB at 2048², 4.6 GB
+at 4096². A host adds its own
 copies per cell (``extra_per_cell``): Blender's add-on about 270 more for the default
 preset's layers, trees and water (addon/writeback.py bytes_per_vertex; a live run
 measured 372-386 bytes a vertex in all, estimated 454).

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from simcore import parallel
-from simcore.processes.thermal import ThermalParams, run_batch
+from simcore.processes.thermal import ThermalParams, _limited, run_batch
 from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
 
@@ -371,3 +371,18 @@ def test_relaxation_on_coarse_grids_keeps_mass_and_signs(heights, data, params, 
     assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
     tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
     assert abs(t.total_material() - total0) < tol
+
+
+_change = st.floats(-100.0, 100.0, allow_nan=False)
+
+
+@given(lower=_change, mid=_change, upper=_change, edge=st.sampled_from(["", "first", "last"]))
+def test_a_coarse_change_comes_back_without_new_highs_or_lows(lower, mid, upper, edge):
+    """The multigrid carries a coarse block's change to its fine cells as a plane (fine
+    cells a quarter of a coarse cell from the centre): they stay between the block's
+    change and its neighbours', also at the map's edge (a one-sided slope there dug a
+    trench along the edge under a block that had not changed)."""
+    slope = _limited(lower, mid, upper, edge == "first", edge == "last")
+    near = [mid] + ([] if edge == "first" else [lower]) + ([] if edge == "last" else [upper])
+    for fine in (mid - slope / 4, mid + slope / 4):
+        assert min(near) - 1e-9 <= fine <= max(near) + 1e-9

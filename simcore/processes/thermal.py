@@ -543,11 +543,11 @@ def _limited(lower, mid, upper, first, last):
     """Slope (per coarse cell) of a change ``mid`` between its neighbours' ``lower`` and
     ``upper`` (monotonized central limiter: the central slope, at most twice either
     one-sided one, 0 at an extremum, so the fine values stay between the neighbours');
-    at a grid edge (``first``/``last``: no lower/upper neighbour) the one-sided slope."""
-    if first:
-        return upper - mid
-    if last:
-        return mid - lower
+    0 at a grid edge (``first``/``last``: no lower/upper neighbour): a one-sided slope
+    there would carry the block's outer cells beyond its change, e.g. dig a trench
+    along the map's edge under a block that did not change."""
+    if first or last:
+        return 0.0
     a = mid - lower
     b = upper - mid
     if a * b <= 0.0:
@@ -829,4 +829,4 @@ PROCESS = Process(
     "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=24)
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=52)
