@@ -127,17 +127,24 @@ def _removed(terrain: Terrain, dh: np.ndarray) -> float:
     return float(np.maximum(-dh, 0).sum())
 
 
+#: pairs where one preset previews the other's valleys with another process: alike by
+#: design, but not copies (snowballs found the droplets' valleys at r = 0.90)
+PREVIEWS = {("droplets_only", "snowball_preview")}
+
+
 @pytest.mark.slow
 def test_presets_make_different_landforms():
     """Every pair of shipped presets changes the same world differently: height changes
-    correlate at r <= 0.85 (the ridge presets raise their own ridges first)."""
+    correlate at r <= 0.85 (the ridge presets raise their own ridges first); a preview
+    and the preset it previews (:data:`PREVIEWS`) at r <= 0.95."""
     size = FINE // 2
     heights, _ = world(size)
     dh = {n: eroded(n, size)[0].world_height() - heights for n in PRESETS}
     for i, a in enumerate(PRESETS):
         for b in PRESETS[i + 1:]:
             r = landforms.correlation(dh[a], dh[b])
-            assert r <= 0.85, f"{a} and {b} change the land alike (r = {r:.2f})"
+            bound = 0.95 if (a, b) in PREVIEWS else 0.85
+            assert r <= bound, f"{a} and {b} change the land alike (r = {r:.2f})"
 
 
 @pytest.mark.slow
