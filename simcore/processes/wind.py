@@ -625,10 +625,9 @@ def _profile_spectrum(h: np.ndarray, ux: float, uy: float,
     return share, float(lam[int(np.argmax(spec))])
 
 
-#: dunes come about this many saturation lengths apart (desert preset at 3 m: 30 m, 33 m
-#: with the splash, 42-45 m with its 35 m lookahead, 33-38 m from large sand piles;
-#: desert_draa: 1.1 km at 90 m)
-DUNE_SPACING_LENGTHS = 14.0
+#: dunes come about this many saturation lengths apart (desert preset: 30 m at 3 m,
+#: measured on 1 and 2 m cells; 33 m with the splash; desert_draa: 1.1 km at 90 m)
+DUNE_SPACING_LENGTHS = 10.0
 #: cells a dune needs to keep its slip face (on 4 m cells, 11 a dune, lee faces sank
 #: from 30 to 17 degrees)
 CELLS_PER_DUNE = 15.0
