@@ -98,10 +98,13 @@ def test_without_the_splash_rows_of_cells_streak_along_the_wind():
 
 def test_thin_patchy_sand_makes_barchans():
     """A thin patchy cover (0.3 m on average) on bare rock: isolated crescents, horns
-    downwind. Dunes a few saturation lengths long: 1.5 m here to fit several on 128 m."""
+    downwind. The preset's dunes at half size to fit several on 128 m: the saturation
+    length (1.5 m) and the ground the crest speed-up compares with (fetch and lookahead,
+    17.5 m) halved."""
     t = patchy_sand()
     before = sand_bodies(t.sediment, 0.0)
-    desert(t, wind_share=4.0, direction=0.0, saturation_length=1.5)
+    desert(t, wind_share=4.0, direction=0.0, saturation_length=1.5, fetch=17.5,
+           lookahead=17.5)
     b = sand_bodies(t.sediment, 0.0)
     assert b["bare"] >= 0.5, b  # isolated bodies on bare rock
     assert b["bodies"] >= 2.0, b  # at least 4 on the 128 x 128 map
@@ -113,27 +116,20 @@ def test_thin_patchy_sand_makes_barchans():
 #: apart on flat sand, 128/3 = 42.7 m the spectral peak on a 128 m map; the map's
 #: longest waves, 64 and 128 m, are out)
 DUNE_WAVELENGTHS = (5.0, 48.0)
-#: the desert preset's wind with a bound on the dunes' size: the crest speed-up's
-#: reference ground centred on the particle (lookahead = fetch)
-ANY_START = {"fetch": 35.0, "lookahead": 35.0}
-
-
 @pytest.mark.parametrize("cell,wind_share", [
     (1.0, 8.0), (2.0, 8.0), pytest.param(1.0, 32.0, marks=pytest.mark.slow)])
 def test_dunes_from_any_start(cell, wind_share):
     """24 m of smooth sand piles over 2 m of sand (the dunes stand 5-7 m): 8x the
-    preset's wind (9.2 particles of 0.2 m³ per m²) with ``ANY_START`` reorganises them
-    into transverse dunes 32-43 m apart, the same on 1 and 2 m cells, and 32x keeps them
-    so (their size is bounded): at least 30% of the along-wind energy at dune
-    wavelengths where the piles had 17%, slip faces (lee/stoss >= 1.5), several dunes on
-    the 128 m map. Without a bound on a dune's size (the preset as shipped: the crest
-    speed-up measured against the ground upwind only, ``lookahead = 0``) the piles merge
-    into one dune as long as the map."""
+    preset's wind (9.2 particles of 0.2 m³ per m²) reorganises them into transverse
+    dunes 32-43 m apart, the same on 1 and 2 m cells, and 32x keeps them so (their size
+    is bounded by the preset's centred reference, ``lookahead = fetch``): at least 30%
+    of the along-wind energy at dune wavelengths where the piles had 17%, slip faces
+    (lee/stoss >= 1.5), several dunes on the 128 m map."""
     t = sand_piles(cell=cell)
     h0 = t.height()
     band = (DUNE_WAVELENGTHS[0] / cell, DUNE_WAVELENGTHS[1] / cell)  # cells
     before = measure_dunes(h0, 0.0, cell, band)
-    desert(t, wind_share=wind_share, direction=0.0, **ANY_START)
+    desert(t, wind_share=wind_share, direction=0.0)
     h = t.height()
     m = measure_dunes(h, 0.0, cell, band)
     assert before["spectral_share"] < 0.2 and before["lee_stoss"] < 1.2, before
@@ -141,6 +137,16 @@ def test_dunes_from_any_start(cell, wind_share):
     assert 20.0 <= dune_spacing(h, 0.0, cell) <= 48.0  # several dunes, not one map-long
     assert 20.0 <= m["wavelength_m"] <= 48.0, m
     assert np.ptp(h0) >= 3.0 * np.ptp(h), (np.ptp(h0), np.ptp(h))  # relief: several dunes'
+
+
+def test_without_a_bound_on_their_size_sand_piles_merge_into_one_dune():
+    """The same piles and wind with the crest speed-up measured against the ground
+    upwind only (``lookahead = 0``, the wind before the bound): every long wave grows,
+    and the piles end as one dune as long as the map."""
+    t = sand_piles(cell=1.0)
+    desert(t, wind_share=8.0, direction=0.0, lookahead=0.0)
+    m = measure_dunes(t.height(), 0.0, 1.0, DUNE_WAVELENGTHS)
+    assert m["spectral_share"] < 0.1 and m["wavelength_m"] > 64.0, m
 
 
 @pytest.mark.slow

@@ -345,15 +345,15 @@ def test_random_terrains_and_parameters_keep_mass_and_never_give_nan(
 
 
 def test_the_wind_says_when_the_cells_are_too_coarse_for_its_dunes(tmp_path, capsys):
-    """Dunes of the desert preset are ~30 m apart (10 saturation lengths, see the
-    resolution test): 1 and 2 m cells show them; on 30 m cells the user is told why
+    """Dunes of the desert preset are ~42 m apart (14 saturation lengths, see the
+    isotropy test): 1 and 2 m cells show them; on 30 m cells the user is told why
     there are none, by the CLI (and the add-on, at the start of a run)."""
     from simcore.cli import main
     from simcore.formats.presets import find_preset
     params = find_preset("desert_dunes").params["wind"]
     assert wind.advice(params, 1.0) is None and wind.advice(params, 2.0) is None
     text = wind.advice(params, 30.0)
-    assert "30 m apart" in text and "sand sheets" in text and "desert_draa" in text
+    assert "42 m apart" in text and "sand sheets" in text and "desert_draa" in text
     # the draa preset's dunes (every length x 30) fit 30 m cells
     draa = find_preset("desert_draa").params["wind"]
     assert wind.advice(draa, 30.0) is None and wind.advice(draa, 60.0) is None

@@ -196,7 +196,7 @@ class WindParams(Params):
             stoss=math.tan(math.radians(self.stoss_angle)),
             crest=self.crest_speedup * cs,
             fetch_rate=-math.expm1(-cs / self.fetch),
-            look_ahead=self.lookahead / cs,
+            look_ahead=self.lookahead / cs * resolved_share(self, cs),
             max_gain=self.max_gain,
             fall_rate=-math.expm1(-cs / self.fallout_length),
             glide=math.tan(math.radians(self.shadow_angle)),
@@ -625,12 +625,25 @@ def _profile_spectrum(h: np.ndarray, ux: float, uy: float,
     return share, float(lam[int(np.argmax(spec))])
 
 
-#: dunes come about this many saturation lengths apart (desert preset: 30 m at 3 m,
-#: measured on 1 and 2 m cells; 33 m with the splash; desert_draa: 1.1 km at 90 m)
-DUNE_SPACING_LENGTHS = 10.0
+#: dunes come about this many saturation lengths apart (desert preset at 3 m: 30 m, 33 m
+#: with the splash, 42-45 m with its 35 m lookahead, 33-38 m from large sand piles;
+#: desert_draa: 1.1 km at 90 m)
+DUNE_SPACING_LENGTHS = 14.0
 #: cells a dune needs to keep its slip face (on 4 m cells, 11 a dune, lee faces sank
 #: from 30 to 17 degrees)
 CELLS_PER_DUNE = 15.0
+
+
+def resolved_share(params: WindParams, cell_size: float) -> float:
+    """How much of ``lookahead`` the wind uses on cells of ``cell_size`` metres: all of
+    it where the cells resolve the dunes (at most 1/CELLS_PER_DUNE of their spacing),
+    none on cells twice as coarse, linear between. The centred reference bounds a
+    dune's size; on cells that cannot show dunes it reads one or two cells and turns
+    into a curvature at the grid's own scale (the same upland then changed differently
+    at 15 and 30 m cells, r 0.73), so there the wind keeps the upwind reference and
+    makes sand sheets, as :func:`advice` says."""
+    finest = DUNE_SPACING_LENGTHS * params.saturation_length / CELLS_PER_DUNE
+    return min(1.0, max(0.0, 2.0 - cell_size / finest))
 
 
 def advice(params: WindParams, cell_size: float) -> str | None:
