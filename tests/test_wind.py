@@ -365,3 +365,17 @@ def test_the_wind_says_when_the_cells_are_too_coarse_for_its_dunes(tmp_path, cap
     assert main(["erode", "--preset", "desert_dunes", "--input", str(h), "--cell-size",
                  "30", "--particles", "100", "--output", str(tmp_path / "o.npy")]) == 0
     assert f"note: {text}" in capsys.readouterr().err
+
+
+def test_the_lookahead_acts_only_on_cells_that_resolve_the_dunes():
+    """The desert preset's centred reference (lookahead 35 m) on 1-2.8 m cells, none on
+    cells of 5.6 m and more (there it would read a cell or two: a grid-scale curvature),
+    linear between; desert_draa's (1050 m) on 30 m cells."""
+    from simcore.formats.presets import find_preset
+    p = find_preset("desert_dunes").params["wind"]
+    assert p.lookahead == 35.0
+    shares = [wind.resolved_share(p, c) for c in (1.0, 2.0, 2.8, 4.2, 5.6, 15.0, 30.0)]
+    assert shares == pytest.approx([1.0, 1.0, 1.0, 0.5, 0.0, 0.0, 0.0])
+    assert p.kernel(1.0).look_ahead == 35.0 and p.kernel(30.0).look_ahead == 0.0
+    draa = find_preset("desert_draa").params["wind"]
+    assert draa.kernel(30.0).look_ahead == pytest.approx(35.0)
