@@ -644,8 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "least 32 (default: a quarter of a tile, at least 64)")
     t.add_argument("--coarse", type=int, default=1, metavar="F",
                    help="run the global processes on the map downsampled F times (1: "
-                   "full resolution, in one worker); with F > 1 no process holds the "
-                   "full-resolution map (each tile interpolates the change on its own)")
+                   "full resolution, in one worker); with F > 1 and a .npy input no process "
+                   "holds the full-resolution map (each tile interpolates the change on "
+                   "its own; an .npz state is loaded whole by the command)")
     t.add_argument("--cell-size", type=float, help="cell size of a .npy input (1)")
     t.add_argument("--seed", type=int, help="override the preset's seed")
     t.add_argument("--particles", type=int, help="override the total particle count")

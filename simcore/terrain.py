@@ -93,6 +93,19 @@ def check_cell_size(cell_size: Any) -> float:
     return value
 
 
+def nonfinite_error(name: str, count: int, row: int, col: int) -> TerrainError:
+    """The message for ``count`` NaN/inf values in array ``name``, the first at row, col."""
+    return TerrainError(f"'{name}' has {count} NaN/inf value(s), first at row {row}, col "
+                        f"{col}; fix or fill them before eroding")
+
+
+def range_error(name: str, big: float) -> TerrainError:
+    """The message for values up to ``big`` cells in array ``name``."""
+    return TerrainError(f"'{name}' has values up to {big:g} cells; the allowed range is "
+                        f"-{MAX_ABS_VALUE:g}..{MAX_ABS_VALUE:g} cells: rescale the heights "
+                        "or use a larger cell size")
+
+
 def _as_float_grid(name: str, value: Any, shape: tuple[int, ...] | None) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":
@@ -110,15 +123,10 @@ def _as_float_grid(name: str, value: Any, shape: tuple[int, ...] | None) -> np.n
     bad = ~np.isfinite(arr)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise TerrainError(
-            f"'{name}' has {int(bad.sum())} NaN/inf value(s), first at row {r}, col {c}; "
-            "fix or fill them before eroding")
+        raise nonfinite_error(name, int(bad.sum()), int(r), int(c))
     big = float(np.abs(arr).max())
     if big > MAX_ABS_VALUE:
-        raise TerrainError(
-            f"'{name}' has values up to {big:g} cells; the allowed range is "
-            f"-{MAX_ABS_VALUE:g}..{MAX_ABS_VALUE:g} cells: rescale the heights or use a "
-            "larger cell size")
+        raise range_error(name, big)
     return arr
 
 

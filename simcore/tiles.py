@@ -7,7 +7,9 @@ A world runs in three stages of dask tasks (docs/tiles.md):
 1. **global** (one task): the processes whose reach is the whole map -- landscape
    evolution, hydrology (rivers and lakes; the drainage core), wind (dunes march across
    the map) -- run on the whole map, or on a copy ``coarse`` times smaller whose change
-   is interpolated back. The result is the *base* (Zarr group ``work/base``).
+   is interpolated back. The result is the *base* (Zarr group ``work/base``; with
+   ``coarse`` > 1 the coarse result, ``work/coarse``, which each tile interpolates on
+   its own extent).
 2. **tiles** (one task each): the detail processes -- droplets, snowball, thermal
    (hillslopes), trees -- on each tile's *extent*, its core plus ``margin`` cells on
    every side that has a neighbour, read from the base. Particles are keyed to the
@@ -212,14 +214,16 @@ def _block_ranges(n_squares: int, block: int = BLOCK) -> list[tuple[int, int]]:
     return [(a, min(a + block, n_squares)) for a in range(0, n_squares, block)]
 
 
-def world_block_weights(rain: np.ndarray, block: int = BLOCK) -> np.ndarray:
-    """Rain weight of every world block (blocks x blocks), from the world's rain."""
-    w = square_weights(rain)
-    rb, cb = _block_ranges(w.shape[0], block), _block_ranges(w.shape[1], block)
+def world_block_weights(rain, block: int = BLOCK) -> np.ndarray:
+    """Rain weight of every world block (blocks x blocks), from the world's rain (an
+    array or an array-like such as a Zarr array, read one row of blocks at a time)."""
+    rows, cols = rain.shape
+    rb, cb = _block_ranges(rows - 1, block), _block_ranges(cols - 1, block)
     out = np.empty((len(rb), len(cb)))
     for bi, (a, b) in enumerate(rb):
+        w = square_weights(np.asarray(rain[a:b + 1, :], dtype=np.float64))
         for bj, (c, d) in enumerate(cb):
-            out[bi, bj] = np.ascontiguousarray(w[a:b, c:d]).sum()
+            out[bi, bj] = np.ascontiguousarray(w[:, c:d]).sum()
     return out
 
 
@@ -256,16 +260,22 @@ def _downsample(a: np.ndarray, f: int) -> np.ndarray:
     return pad.reshape(r, f, c, f).mean(axis=(1, 3))
 
 
+def _join_short_last(ranges: list[tuple[int, int]], shortest: int) -> list[tuple[int, int]]:
+    """``ranges`` along an axis, a last one shorter than ``shortest`` joined to the one
+    before."""
+    out = [list(r) for r in ranges]
+    if len(out) > 1 and out[-1][1] - out[-1][0] < shortest:
+        out[-2][1] = out[-1][1]
+        del out[-1]
+    return [(a, b) for a, b in out]
+
+
 def _coarse_ranges(n: int, block: int) -> list[tuple[int, int]]:
     """Ranges of ``block`` coarse cells over ``n``, none shorter than 2 (numpy sums a
     block mean in another order when a side is 1: the numbers would differ in the last
     bit from those of the whole map)."""
     block = max(2, block)
-    out = [[a, min(a + block, n)] for a in range(0, n, block)]
-    if len(out) > 1 and out[-1][1] - out[-1][0] < 2:
-        out[-2][1] = out[-1][1]
-        del out[-1]
-    return [(x, y) for x, y in out]
+    return _join_short_last([(a, min(a + block, n)) for a in range(0, n, block)], 2)
 
 
 def downsample_blocks(arr, f: int, block: tuple[int, int]) -> np.ndarray:
@@ -595,25 +605,47 @@ class HeightmapFile:
     a window are those ``Terrain.from_heights`` makes of it)."""
 
     def __init__(self, path: str | Path, cell_size: float):
-        from .formats.states import load_heights
-        from .terrain import StateFileError, check_cell_size
-        self.path = str(path)
+        from .formats.states import check_heightmap
+        from .terrain import MAX_SIDE, StateFileError, check_cell_size
+        checked, shape = check_heightmap(path)  # a FIFO, an empty or short file: a message
+        self.path = str(checked)
         self.cell_size = check_cell_size(cell_size)
         where = f"{path}: cannot read heightmap"
+        if max(shape) > MAX_SIDE:
+            raise StateFileError(f"{where}: {shape[0]}x{shape[1]} is larger than "
+                                 f"{MAX_SIDE}x{MAX_SIDE}")
         try:
             self.heights = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError:
-            load_heights(self.path)  # its message for a missing or unreadable file
-            raise
         except (OSError, ValueError) as exc:
             raise StateFileError(f"{where}: {exc}") from None
-        if self.heights.ndim != 2 or self.heights.dtype.kind not in "iuf":
-            raise StateFileError(f"{where}: expected a 2-D (rows, cols) array of numbers, "
-                                 f"got shape {self.heights.shape} of {self.heights.dtype}")
-        from .terrain import MAX_SIDE
-        if max(self.heights.shape) > MAX_SIDE:
-            raise StateFileError(f"{where}: {self.shape[0]}x{self.shape[1]} is larger than "
-                                 f"{MAX_SIDE}x{MAX_SIDE}")
+        self._check_values()
+
+    def _check_values(self, rows_cells: int = 1 << 22) -> None:
+        """The checks ``Terrain.from_heights`` makes (size, NaN/inf, range), on the whole
+        map, in blocks of about ``rows_cells`` cells: before a cluster starts, with the
+        map's own rows and columns in the message."""
+        from .terrain import MAX_ABS_VALUE, MIN_SIDE, TerrainError, nonfinite_error, range_error
+        rows, cols = self.shape
+        if min(rows, cols) < MIN_SIDE:
+            raise TerrainError(f"'heights' is {rows}x{cols}; the grid must be at least "
+                               f"{MIN_SIDE}x{MIN_SIDE} cells")
+        step = max(1, rows_cells // cols)
+        count, first, big = 0, (0, 0), 0.0
+        for r0 in range(0, rows, step):
+            block = np.asarray(self.heights[r0:r0 + step], dtype=np.float64)
+            bad = ~np.isfinite(block)
+            n = int(bad.sum())
+            if n:
+                if not count:
+                    r, c = np.argwhere(bad)[0]
+                    first = (r0 + int(r), int(c))
+                count += n
+            elif not count:
+                big = max(big, float(np.abs(block).max()) / self.cell_size)
+        if count:
+            raise nonfinite_error("heights", count, *first)
+        if big > MAX_ABS_VALUE:
+            raise range_error("heights", big)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -629,11 +661,7 @@ class HeightmapFile:
 def _window_ranges(cores: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Tile cores along an axis, a last one under 3 cells joined to the one before (a
     terrain is at least 3 x 3)."""
-    out = [list(c) for c in cores]
-    if len(out) > 1 and out[-1][1] - out[-1][0] < 3:
-        out[-2][1] = out[-1][1]
-        del out[-1]
-    return [(a, b) for a, b in out]
+    return _join_short_last(cores, 3)
 
 
 def _windows(terrain):
@@ -642,19 +670,6 @@ def _windows(terrain):
         return terrain.window
     arrays = terrain.arrays()
     return lambda r, c: {n: a[r[0]:r[1], c[0]:c[1]] for n, a in arrays.items()}
-
-
-def store_block_weights(rain, block: int) -> np.ndarray:
-    """world_block_weights of a rain array-like (a Zarr array) read one row of blocks
-    at a time: the same numbers."""
-    rows, cols = rain.shape
-    rb, cb = _block_ranges(rows - 1, block), _block_ranges(cols - 1, block)
-    out = np.empty((len(rb), len(cb)))
-    for bi, (a, b) in enumerate(rb):
-        w = square_weights(np.asarray(rain[a:b + 1, :], dtype=np.float64))
-        for bj, (c, d) in enumerate(cb):
-            out[bi, bj] = np.ascontiguousarray(w[:, c:d]).sum()
-    return out
 
 
 def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
@@ -697,7 +712,7 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         _create(root, f"work/raw/{n}", (tr, tc, er, ec), (1, 1, er, ec))
     for n in glob:  # the global changes pass through the raw tiles untouched
         _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), (1, 1, er, ec))
-    weights = store_block_weights(inputs["rain"], block_size(plan.margin))
+    weights = world_block_weights(inputs["rain"], block_size(plan.margin))
     root.create_dataset("work/block_weights", data=weights, overwrite=True)
     for n in arrays + [f"change_{n}" for n in changes] + ["height"]:
         _create(root, n, plan.shape, chunks)

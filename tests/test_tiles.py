@@ -293,9 +293,13 @@ def test_the_coarse_copy_built_window_by_window_is_the_whole_maps(rows, cols, f,
 
 def test_the_block_weights_read_by_rows_of_blocks_are_the_whole_maps():
     rain = np.random.default_rng(2).uniform(0.2, 3.0, (301, 177))
+    w = tiles.square_weights(rain)
     for block in (16, 32, 50):
-        np.testing.assert_array_equal(tiles.store_block_weights(rain, block),
-                                      tiles.world_block_weights(rain, block))
+        rb = tiles._block_ranges(w.shape[0], block)
+        cb = tiles._block_ranges(w.shape[1], block)
+        whole = np.array([[np.ascontiguousarray(w[a:b, c:d]).sum() for c, d in cb]
+                          for a, b in rb])
+        np.testing.assert_array_equal(tiles.world_block_weights(rain, block), whole)
 
 
 def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(world,
@@ -342,3 +346,43 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
               )[:192, 128:320]
     start = np.load(src, mmap_mode="r")[:192, 128:320] / CELL
     np.testing.assert_allclose(t.height(), start + gained, rtol=0, atol=1e-9)
+
+
+def _heightmap_message(path, cell=30.0) -> str:
+    from simcore.errors import UserError
+    with pytest.raises(UserError) as err:
+        tiles.HeightmapFile(path, cell)
+    return str(err.value)
+
+
+def test_a_bad_heightmap_for_tiles_is_a_message_before_any_cluster(tmp_path):
+    """The tiled run reads a .npy through a memory map; it still says what is wrong with
+    the file, as a plain erode does, and never waits on a FIFO: an empty file, a FIFO,
+    a 1-D array, NaN or out-of-range heights (with the map's own row and column, and the
+    count over the whole map, though it is read in blocks)."""
+    empty = tmp_path / "empty.npy"
+    empty.write_bytes(b"")
+    assert "cannot read heightmap" in _heightmap_message(empty)
+    fifo = tmp_path / "fifo.npy"
+    os.mkfifo(fifo)
+    assert "FIFO" in _heightmap_message(fifo)
+    flat = tmp_path / "flat.npy"
+    np.save(flat, np.zeros(50))
+    assert "2-D" in _heightmap_message(flat)
+    h = np.zeros((100, 100))
+    h[70, 80] = np.nan
+    h[90, 5] = np.inf
+    holes = tmp_path / "holes.npy"
+    np.save(holes, h)
+    text = _heightmap_message(holes)
+    assert "2 NaN/inf" in text and "row 70, col 80" in text, text
+    hm = tiles.HeightmapFile.__new__(tiles.HeightmapFile)  # blocks of 3 rows: the same
+    hm.heights, hm.cell_size = np.load(holes, mmap_mode="r"), 30.0
+    with pytest.raises(Exception, match="2 NaN/inf value.*row 70, col 80"):
+        hm._check_values(rows_cells=300)
+    tall = tmp_path / "tall.npy"
+    np.save(tall, np.full((20, 20), 1e12))
+    assert "allowed range" in _heightmap_message(tall, cell=1.0)
+    fine = tmp_path / "fine.npy"
+    np.save(fine, np.ones((20, 30)))
+    assert tiles.HeightmapFile(fine, 30.0).shape == (20, 30)

@@ -135,8 +135,9 @@ def _check_array_size(shape: tuple[int, ...], dtype: np.dtype, where: str,
                              f"{count * dtype.itemsize} bytes, it holds {data_bytes})")
 
 
-def load_heights(path: str | Path) -> np.ndarray:
-    """Read a 2-D heightmap from ..npy (world units)."""
+def check_heightmap(path: str | Path) -> tuple[Path, tuple[int, ...]]:
+    """The path and shape of a 2-D .npy heightmap, after checking the file (a regular
+    file we can read), its header and its size; reads no data."""
     path = check_input(path)
     where = f"{path}: cannot read heightmap"
     try:
@@ -145,19 +146,28 @@ def load_heights(path: str | Path) -> np.ndarray:
             header_end = f.tell()
             f.seek(0, 2)
             _check_array_size(shape, dtype, where, f.tell() - header_end)
-            if len(shape) != 2:
-                raise StateFileError(f"{where}: expected a 2-D (rows, cols) array, got "
-                                     f"shape {shape}")
-            check_memory(math.prod(shape) * BYTES_PER_CELL, f"a {shape[0]}x{shape[1]} grid")
-            f.seek(0)
-            heights = np.load(f, allow_pickle=False)
     except UserError:
         raise
     except OSError as exc:
         raise StateFileError(f"{where}: {exc.strerror or exc}; check the path") from None
     except ValueError as exc:
         raise StateFileError(f"{where}: {exc}") from None
-    return heights
+    if len(shape) != 2:
+        raise StateFileError(f"{where}: expected a 2-D (rows, cols) array, got shape {shape}")
+    return path, shape
+
+
+def load_heights(path: str | Path) -> np.ndarray:
+    """Read a 2-D heightmap from ..npy (world units)."""
+    path, shape = check_heightmap(path)
+    where = f"{path}: cannot read heightmap"
+    check_memory(math.prod(shape) * BYTES_PER_CELL, f"a {shape[0]}x{shape[1]} grid")
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as exc:
+        raise StateFileError(f"{where}: {exc.strerror or exc}; check the path") from None
+    except ValueError as exc:
+        raise StateFileError(f"{where}: {exc}") from None
 
 
 def _meta_number(meta: dict, key: str, default: float, where: str) -> float:
