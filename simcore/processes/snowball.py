@@ -341,10 +341,20 @@ def blur_field(change: np.ndarray, h: int, a: float, passes: int,
     rows, cols = change.shape
     r0, r1, c0, c1 = box if box is not None else (0, rows, 0, cols)
     out = np.array(change, dtype=np.float64)
-    closed = np.array([r0 == 0, r1 == rows, c0 == 0, c1 == cols])
-    if r1 > r0 and c1 > c0:
-        _blur_box(out, h, a, passes, r0, r1, c0, c1, closed)
+    part = out[r0:r1, c0:c1].copy()
+    blur_part(part, h, a, passes, (r0 == 0, r1 == rows, c0 == 0, c1 == cols))
+    out[r0:r1, c0:c1] = part
     return out
+
+
+def blur_part(part: np.ndarray, h: int, a: float, passes: int,
+              closed: tuple[bool, bool, bool, bool]) -> None:
+    """Blur ``part`` (a C-ordered cut-out of a grid) in place as :func:`blur_field`
+    does: ``closed`` says which of its sides (top, bottom, left, right) are the grid's
+    edges, which fold back what would leave; past the others zeros are read."""
+    if part.size:
+        _blur_box(part, h, a, passes, 0, part.shape[0], 0, part.shape[1],
+                  np.array(closed))
 
 
 def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, count: int,
@@ -380,15 +390,14 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
     d_rock = rock[part] - terrain.bedrock[part]
     d_sed = sed[part] - terrain.sediment[part]
     if params.blur > 0:
-        box = (0, r1 - r0, 0, c1 - c0)
-        closed = np.array([r0 == 0, r1 == rows, c0 == 0, c1 == cols])
+        closed = (r0 == 0, r1 == rows, c0 == 0, c1 == cols)
         if params.blur >= 1.0:  # all blurred: in place, no blend
-            _blur_box(d_rock, h, a, passes, *box, closed)
-            _blur_box(d_sed, h, a, passes, *box, closed)
+            blur_part(d_rock, h, a, passes, closed)
+            blur_part(d_sed, h, a, passes, closed)
         else:
             blur_rock, blur_sed = d_rock.copy(), d_sed.copy()
-            _blur_box(blur_rock, h, a, passes, *box, closed)
-            _blur_box(blur_sed, h, a, passes, *box, closed)
+            blur_part(blur_rock, h, a, passes, closed)
+            blur_part(blur_sed, h, a, passes, closed)
             d_rock = (1 - params.blur) * d_rock + params.blur * blur_rock
             d_sed = (1 - params.blur) * d_sed + params.blur * blur_sed
     _apply_change(d_rock, d_sed, height[part], terrain.bedrock[part],
