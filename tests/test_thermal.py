@@ -135,6 +135,16 @@ params_strategy = st.builds(
     batch=st.integers(1, 8))
 
 
+def _assert_sound(t, heights, sed, total0):
+    """Finite arrays, no negative sediment, bedrock never raised, mass kept."""
+    for name, arr in t.arrays().items():
+        assert np.all(np.isfinite(arr)), name
+    assert t.sediment.min() >= 0
+    assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
+    tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
+    assert abs(t.total_material() - total0) < tol
+
+
 @given(heights=arrays(np.float64, st.tuples(st.integers(3, 16), st.integers(3, 16)),
                       elements=st.floats(-1e3, 1e3)),
        data=st.data(), params=params_strategy, passes=st.integers(1, 20))
@@ -143,12 +153,7 @@ def test_random_terrains_and_parameters_never_give_nan(heights, data, params, pa
     t = Terrain.from_heights(heights, world_units=False, sediment=sed)
     total0 = t.total_material()
     run(t, passes, params)
-    for name, arr in t.arrays().items():
-        assert np.all(np.isfinite(arr)), name
-    assert t.sediment.min() >= 0
-    assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
-    tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
-    assert abs(t.total_material() - total0) < tol
+    _assert_sound(t, heights, sed, total0)
 
 
 def test_bedrock_steeper_than_rock_angle_gives_way_and_comes_to_rest():
@@ -365,12 +370,7 @@ def test_relaxation_on_coarse_grids_keeps_mass_and_signs(heights, data, params, 
         run(t, passes, params)
     finally:
         thermal.MULTIGRID_CELLS = old
-    for name, arr in t.arrays().items():
-        assert np.all(np.isfinite(arr)), name
-    assert t.sediment.min() >= 0
-    assert np.all(t.bedrock <= np.asarray(heights, dtype=np.float64))
-    tol = 1e-9 * (np.abs(heights).sum() + sed.sum() + 1)
-    assert abs(t.total_material() - total0) < tol
+    _assert_sound(t, heights, sed, total0)
 
 
 _change = st.floats(-100.0, 100.0, allow_nan=False)
