@@ -294,6 +294,25 @@ def hold_protected(protect, bedrock0, sediment0, eroded0, deposited0, height, be
     return held
 
 
+@njit(nogil=True, cache=True)
+def copy_span(first, last, src, dst):
+    """``dst[first:last] = src[first:last]`` (1-D views): a slice of a copy for the
+    pooled threads."""
+    for k in range(first, last):
+        dst[k] = src[k]
+
+
+@njit(nogil=True, cache=True)
+def book_change(first, last, height, before, change):
+    """``change += height - before`` over ``first .. last - 1`` of the 1-D views (the
+    same two roundings as numpy's subtract then add), then ``before = height``: a
+    process's change booked and the next one's starting ground taken in one pass."""
+    for k in range(first, last):
+        h = height[k]
+        change[k] += h - before[k]
+        before[k] = h
+
+
 # -- brushes: where a particle takes and lays material (droplets, snowballs) ----------
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -10,6 +10,7 @@ up to whole rounds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -17,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from .kernels import hold_protected, rain_cdf
+from . import parallel
+from .kernels import book_change, copy_span, hold_protected, rain_cdf
 from .params import ParameterError, Params
 from .processes import FIELDS, PROCESSES
 from .terrain import Terrain
@@ -165,18 +167,21 @@ class Simulation:
     def run_round(self) -> None:
         """One batch of every enabled process."""
         r = self.rounds_done
+        height, before = self._height.reshape(-1), self._before.reshape(-1)
+        spans = parallel.bands(height.size)  # elementwise: the same on any thread count
+        parallel.run(spans, lambda b: copy_span(b[0], b[1], height, before))
         for name, params in self._run_params.items():
             batch = int(params.batch)
             held = protect_begin(self.terrain, _sources(name))  # masks: the protect map
             surface = self._water_surface(name)
-            self._before[...] = self._height
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
             self.protect_held += protect_end(self.terrain, held, self._height)
-            np.subtract(self._height, self._before, out=self._before)
-            self.terrain.changes[name] += self._before
-            if surface is not None:
+            change = self.terrain.changes[name].reshape(-1)
+            if surface is not None:  # the lakes' relevel below changes no ground
                 self._keep_water_surface(*surface)
+            # this process's change booked; ``before`` becomes the next one's ground
+            parallel.run(spans, functools.partial(_book, height, before, change))
         self.rounds_done += 1
 
     def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -239,6 +244,12 @@ class Simulation:
 
 
 
+def _book(height: np.ndarray, before: np.ndarray, change: np.ndarray,
+          span: tuple[int, int]) -> None:
+    """:func:`book_change` on one span of the flat arrays (a task of parallel.run)."""
+    book_change(span[0], span[1], height, before, change)
+
+
 _PROTECTED = ("bedrock", "sediment", "eroded", "deposited")
 
 
@@ -268,6 +279,8 @@ def protect_begin(terrain: Terrain, sources: tuple[str, ...] = ()) -> _Held | No
     gives nothing at all, so protected ground never feeds sediment to the rest.
     """
     protect = terrain.protect.reshape(-1)
+    if not protect.any():  # no mask (the usual case): one quick scan
+        return None
     cells = np.flatnonzero(protect > 0.0)
     if cells.size == 0:
         return None
