@@ -334,17 +334,21 @@ def _mark(m, nowf, marks, at, count):
 @njit(cache=True, error_model="numpy", inline="always")
 def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, stamp, keys, cells, top):
     """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``,
-    were not queued yet in this sweep (``qf`` is not its ``stamp``) and would move now
-    (:func:`_unstable`) on the band's heap (highest first); returns the heap's top."""
+    were not looked at yet in this sweep (``qf`` below its ``stamp``) and would move now
+    (:func:`_unstable`) on the band's heap (highest first), marking them ``stamp``; the
+    others are marked ``stamp + 1`` (resting: not looked at again while the heap is
+    filled, but a slide may still feed them); returns the heap's top."""
     r = m // cols
     c = m - r * cols
     for rr in range(max(r - 1, 0), min(r + 2, rows)):
         for cc in range(max(c - 1, 0), min(c + 2, cols)):
             i = rr * cols + cc
-            if lo <= i < hi and qf[i] != stamp and _unstable(k, i, rows, cols, hf, bf, sf,
-                                                             kf):
-                qf[i] = stamp
-                top = heap_push(keys, cells, top, -hf[i], i)
+            if lo <= i < hi and qf[i] < stamp:  # not looked at yet in this sweep
+                if _unstable(k, i, rows, cols, hf, bf, sf, kf):
+                    qf[i] = stamp
+                    top = heap_push(keys, cells, top, -hf[i], i)
+                else:  # resting (nothing moves while the heap is filled): once is enough
+                    qf[i] = stamp + 1
     return top
 
 
@@ -674,8 +678,8 @@ class _Level:
             self.coarse = _Level(*(np.zeros(shape) for _ in range(6)))
 
     def next_stamp(self) -> int:
-        self.stamp += 1
-        if self.stamp > np.iinfo(self.queued.dtype).max:  # wrap: no old stamp may match
+        self.stamp += 2  # a sweep marks ``stamp`` (queued) and ``stamp + 1`` (resting)
+        if self.stamp + 1 > np.iinfo(self.queued.dtype).max:  # wrap: no old mark may match
             self.queued[...] = 0
             self.stamp = 1
         return self.stamp
