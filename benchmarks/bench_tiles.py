@@ -284,18 +284,23 @@ def run(quick: bool) -> list[dict]:
 #: the runs docs/tiles.md reports, by name (``--scenario NAME``); the worlds in /tmp/w
 #: are the bench world at 7.5 and 3.75 m cells (``generate`` can make others)
 SCENARIOS: dict[str, dict[str, Any]] = {
-    # 2048² (3.75 m cells, 7.68 km), the default preset's own rain per area (200k)
+    # 2048² (3.75 m cells, 7.68 km), the default preset's own rain per area (200k); run
+    # on 26 Nov with the earlier default margin (a quarter tile: 4x4 at 128), now 256
     "seams2048": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[2, 4], seams=True,
                       untiled=False, picture="docs/tiles_seamless_2048.png"),
+    # 4x4 tiles of 2048² with the default margin (the map's side / 8: 256)
+    "seams2048x4": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[4], seams=True,
+                        untiled=False, picture="docs/tiles_seamless_2048x4.png"),
     # 1024² generated uplands of 30 m cells, 800k particles, 4x4 (margin 64)
     "seams1024x4": dict(size=1024, tiles=[4], particles=800_000, seams=True,
-                        untiled=False),
+                        untiled=False, margin=64),
     # the same with a 128-cell margin (the default 64 gives r 0.938)
     "seams1024x4m128": dict(size=1024, tiles=[4], particles=800_000, seams=True,
                             untiled=False, margin=128),
     # 8192² (3.75 m cells, 30.72 km: the 2048² world mirrored 4 x 4), one round of the
     # default preset (2048 particles: 1/1570 of its rain per area, the droplets'
-    # batch; one pass of thermal and trees), hydrology at 1/8, 8x8 tiles
+    # batch; one pass of thermal and trees), hydrology at 1/8, 8x8 tiles (run with the
+    # earlier default margin, 256; the default is now a tile, 1024)
     "big8192": dict(mirror=("/tmp/w/g2048.npy", 4), cell=3.75, tiles=[8], coarse=8,
                     particles=2048, untiled=False),
 }

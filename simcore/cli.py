@@ -641,7 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tiles per side (2: 2x2) or columns x rows (3x2: 3 across, 2 "
                    "down; as engine-tiles)")
     t.add_argument("--margin", type=int, help="overlap margin in cells on each side, at "
-                   "least 32 (default: a quarter of a tile, at least 64)")
+                   "least 32 (default: an eighth of the map's longer side, at least 64, "
+                   "at most a tile)")
     t.add_argument("--coarse", type=int, default=1, metavar="F",
                    help="run the global processes on the map downsampled F times (1: "
                    "full resolution, in one worker); with F > 1 and a .npy input no process "

@@ -74,6 +74,18 @@ def test_blend_weights_add_up_to_one():
             assert not w[:ea].any() and not w[eb:].any()  # never beyond its extent
 
 
+def test_the_default_margin_is_an_eighth_of_the_map_whatever_the_tiles():
+    """Droplets run up to the map's side, so the default margin follows the map, not
+    the tile: 4x4 tiles of 2048² with a quarter-tile margin (128) changed the land at
+    r 0.967 against one tile, with side / 8 (256) as 2x2 tiles do (docs/tiles.md)."""
+    for shape, tl, want in (((256, 256), (2, 2), 64), ((512, 512), (4, 4), 64),
+                            ((1024, 1024), (4, 4), 128), ((1024, 1024), (2, 2), 128),
+                            ((2048, 2048), (2, 2), 256), ((2048, 2048), (4, 4), 256),
+                            ((2048, 2048), (16, 16), 128),  # at most a tile core
+                            ((300, 2048), (1, 4), 256)):  # the longer side counts
+        assert tiles.make_plan(shape, tl, None).margin == want, (shape, tl)
+
+
 def test_a_margin_below_32_is_refused_and_every_block_lies_inside_a_tile():
     """A block straddling a tile border must fit in one tile's extent, or its particles
     never run: with blocks of at least 16 squares that takes margins of 32 or more
