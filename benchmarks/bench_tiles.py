@@ -284,10 +284,13 @@ def run(quick: bool) -> list[dict]:
 #: the runs docs/tiles.md reports, by name (``--scenario NAME``); the worlds in /tmp/w
 #: are the bench world at 7.5 and 3.75 m cells (``generate`` can make others)
 SCENARIOS: dict[str, dict[str, Any]] = {
-    # 2048² (3.75 m cells, 7.68 km), the default preset's own rain per area (200k); run
-    # on 26 Nov with the earlier default margin (a quarter tile: 4x4 at 128), now 256
-    "seams2048": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[2, 4], seams=True,
+    # 2048² (3.75 m cells, 7.68 km), the default preset's own rain per area (200k), 2x2
+    # (the default margin, 256, then and now)
+    "seams2048": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[2], seams=True,
                       untiled=False, picture="docs/tiles_seamless_2048.png"),
+    # the 4x4 row of that run: the earlier default margin, a quarter tile (r 0.967)
+    "seams2048x4m128": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[4], seams=True,
+                            untiled=False, margin=128),
     # 4x4 tiles of 2048² with the default margin (the map's side / 8: 256)
     "seams2048x4": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[4], seams=True,
                         untiled=False, picture="docs/tiles_seamless_2048x4.png"),
@@ -299,10 +302,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                             untiled=False, margin=128),
     # 8192² (3.75 m cells, 30.72 km: the 2048² world mirrored 4 x 4), one round of the
     # default preset (2048 particles: 1/1570 of its rain per area, the droplets'
-    # batch; one pass of thermal and trees), hydrology at 1/8, 8x8 tiles (run with the
-    # earlier default margin, 256; the default is now a tile, 1024)
+    # batch; one pass of thermal and trees), hydrology at 1/8, 8x8 tiles, margin 256 (the
+    # earlier default; the default is now a whole tile, 1024)
     "big8192": dict(mirror=("/tmp/w/g2048.npy", 4), cell=3.75, tiles=[8], coarse=8,
-                    particles=2048, untiled=False),
+                    particles=2048, untiled=False, margin=256),
 }
 
 

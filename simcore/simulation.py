@@ -112,7 +112,17 @@ class Simulation:
         #: the ground before the process that is running (what its change is taken from)
         self._before = np.empty_like(self._height)
         for name in self.processes:  # each process's change, kept on the terrain
-            terrain.changes.setdefault(name, np.zeros_like(self._height))
+            change = terrain.changes.setdefault(name, np.zeros_like(self._height))
+            # booked in place through a flat view (book_change): a copy would lose it
+            if (not isinstance(change, np.ndarray) or change.shape != self._height.shape
+                    or change.dtype != np.float64 or not change.flags.c_contiguous
+                    or not change.flags.writeable):
+                raise ParameterError(
+                    f"terrain.changes['{name}'] must be a writeable C-contiguous float64 "
+                    f"array of the grid's shape {self._height.shape}; got "
+                    f"{getattr(change, 'dtype', type(change).__name__)} "
+                    f"{getattr(change, 'shape', '')}: pass np.ascontiguousarray(..., "
+                    "dtype=np.float64) or leave it out")
         self._cdf = rain_cdf(terrain.rain)
         #: rain a round brings per area, in units of a round on REFERENCE_AREA
         self.rain_share = rain_share(terrain)

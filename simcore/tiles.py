@@ -60,8 +60,8 @@ GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
 #: particle processes whose starts are keyed to world blocks (they start with
 #: kernels.start_position over the cdf they are given)
 BLOCK_PROCESSES = ("droplets", "snowball")
-#: side of a world block of particle starts, in squares (cells), for the default margin
-#: of 64 (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
+#: side of a world block of particle starts, in squares (cells), for a margin of 64
+#: (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
 #: inside its extent, so a block is at most half a margin (the blocks cut off then lie
 #: where the tile's blend weight is 0, and every block lies wholly inside some tile's
 #: extent); bigger blocks, fewer kernel calls
@@ -158,9 +158,11 @@ def default_margin(shape: tuple[int, int], core: tuple[int, int]) -> int:
     """The margin when none is given: an eighth of the map's longer side, at least 64
     cells, at most a tile core. Droplets run up to the map's side (their paths end at
     ``max_path_factor`` sides), so what a tile must see beyond its core grows with the
-    map, not with the tile: measured (docs/tiles.md), a margin of side / 8 keeps the
-    tiled change at r >= 0.99 against one tile at 256² to 2048² in 2x2 and 4x4 tiles,
-    and side / 16 does not (r 0.938-0.967)."""
+    map, not with the tile: measured (docs/tiles.md, "How the margin was chosen"), a
+    margin of side / 8 keeps the tiled change at r >= 0.99 against one tile at 256² to
+    2048² in 2x2 and 4x4 tiles, and side / 16 does not (r 0.938-0.967). With more than
+    8 tiles a side the margin is a whole tile: each tile then runs 9x its core's cells
+    (``--margin`` trades that against the fit)."""
     return min(max(64, max(shape) // MARGIN_DIVISOR), min(core))
 
 

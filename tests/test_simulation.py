@@ -40,3 +40,30 @@ def test_every_process_together_is_independent_of_slicing(hills):
     for name in ("bedrock", "sediment", "pool", "stream", "wind", "vegetation"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert np.array_equal(a.trees, b.trees)
+
+
+def test_a_change_record_that_cannot_be_booked_in_place_is_refused(hills):
+    """Each process's change is booked through a flat view of ``terrain.changes``: a
+    record that is not a writeable C-contiguous float64 grid would lose it (or be
+    written out of bounds), so the run refuses it and says what to pass."""
+    import pytest
+
+    from simcore.params import ParameterError
+    procs = {"thermal": small_batches("thermal")}
+    for bad in (np.zeros(hills.shape, dtype=np.float32), np.zeros(hills.shape).T.copy().T,
+                np.zeros((hills.shape[0], hills.shape[1] + 1))):
+        t = Terrain.from_heights(hills, world_units=False)
+        t.changes["thermal"] = bad
+        with pytest.raises(ParameterError, match="C-contiguous float64"):
+            Simulation(t, procs, particles=10)
+    t = Terrain.from_heights(hills, world_units=False)
+    frozen = np.zeros(hills.shape)
+    frozen.flags.writeable = False
+    t.changes["thermal"] = frozen
+    with pytest.raises(ParameterError, match="writeable"):
+        Simulation(t, procs, particles=10)
+    t = Terrain.from_heights(hills, world_units=False)  # a good record is kept and used
+    mine = np.zeros(hills.shape)
+    t.changes["thermal"] = mine
+    Simulation(t, procs, particles=10).run()
+    assert t.changes["thermal"] is mine and np.abs(mine).max() > 0

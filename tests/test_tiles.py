@@ -350,7 +350,8 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
     root = zarr.open_group(store, mode="r")
     moved = root["work/coarse/delta_bedrock"][...]
     assert moved.shape == (128, 128) and np.abs(moved).max() > 0  # hydrology ran
-    # a tile's base: the input there plus the coarse change interpolated back
+    # a window of the base (as a tile reads its extent): the input there plus the
+    # coarse change interpolated back
     rows, cols = (0, 192), (128, 320)
     t = tiles.base_window(root, dict(root.attrs), rows, cols)
     gained = (tiles._upsample(root["work/coarse/delta_bedrock"][...], 8, plan.shape)

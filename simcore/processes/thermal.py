@@ -664,7 +664,7 @@ class _Level:
                                dtype=np.int64) for _ in range(2)]
         self.counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this one]
         self.moved = np.zeros(height.shape, dtype=np.uint8)
-        self.queued = np.zeros(height.shape, dtype=np.uint16)  # the sweep that queued a cell
+        self.queued = np.zeros(height.shape, dtype=np.uint16)  # sweep marks (next_stamp)
         self.stamp = 0
         count_bands = len(starts)
         # the bands of each parity, in a few runs of neighbours per thread
