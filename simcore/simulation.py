@@ -112,17 +112,8 @@ class Simulation:
         #: the ground before the process that is running (what its change is taken from)
         self._before = np.empty_like(self._height)
         for name in self.processes:  # each process's change, kept on the terrain
-            change = terrain.changes.setdefault(name, np.zeros_like(self._height))
-            # booked in place through a flat view (book_change): a copy would lose it
-            if (not isinstance(change, np.ndarray) or change.shape != self._height.shape
-                    or change.dtype != np.float64 or not change.flags.c_contiguous
-                    or not change.flags.writeable):
-                raise ParameterError(
-                    f"terrain.changes['{name}'] must be a writeable C-contiguous float64 "
-                    f"array of the grid's shape {self._height.shape}; got "
-                    f"{getattr(change, 'dtype', type(change).__name__)} "
-                    f"{getattr(change, 'shape', '')}: pass np.ascontiguousarray(..., "
-                    "dtype=np.float64) or leave it out")
+            terrain.changes.setdefault(name, np.zeros_like(self._height))
+            self._change_view(name)  # refused now, not after the first round
         self._cdf = rain_cdf(terrain.rain)
         #: rain a round brings per area, in units of a round on REFERENCE_AREA
         self.rain_share = rain_share(terrain)
@@ -187,12 +178,27 @@ class Simulation:
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
             self.protect_held += protect_end(self.terrain, held, self._height)
-            change = self.terrain.changes[name].reshape(-1)
+            change = self._change_view(name)
             if surface is not None:  # the lakes' relevel below changes no ground
                 self._keep_water_surface(*surface)
             # this process's change booked; ``before`` becomes the next one's ground
             parallel.run(spans, functools.partial(_book, height, before, change))
         self.rounds_done += 1
+
+    def _change_view(self, name: str) -> np.ndarray:
+        """Process ``name``'s change record as a flat view, booked in place
+        (book_change): a record a view cannot write through is refused."""
+        change = self.terrain.changes[name]
+        if (not isinstance(change, np.ndarray) or change.shape != self._height.shape
+                or change.dtype != np.float64 or not change.flags.c_contiguous
+                or not change.flags.writeable):
+            raise ParameterError(
+                f"terrain.changes['{name}'] must be a writeable C-contiguous float64 "
+                f"array of the grid's shape {self._height.shape}; got "
+                f"{getattr(change, 'dtype', type(change).__name__)} "
+                f"{getattr(change, 'shape', '')}: pass np.ascontiguousarray(..., "
+                "dtype=np.float64) or leave it out")
+        return change.reshape(-1)
 
     def _water_surface(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(wet cells, their water surface) before a process that moves ground but not
