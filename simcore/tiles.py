@@ -159,8 +159,8 @@ def default_margin(shape: tuple[int, int], core: tuple[int, int]) -> int:
     cells, at most a tile core. Droplets run up to the map's side (their paths end at
     ``max_path_factor`` sides), so what a tile must see beyond its core grows with the
     map, not with the tile: measured (docs/tiles.md, "How the margin was chosen"), a
-    margin of side / 8 keeps the tiled change at r >= 0.99 against one tile at 256² to
-    2048² in 2x2 and 4x4 tiles, and side / 16 does not (r 0.938-0.967). With more than
+    margin of side / 8 keeps the tiled change at r 0.987-0.9995 against one tile at 256²
+    to 2048² in 2x2 and 4x4 tiles, and side / 16 does not (r 0.938-0.967). With more than
     8 tiles a side the margin is a whole tile: each tile then runs 9x its core's cells
     (``--margin`` trades that against the fit)."""
     return min(max(64, max(shape) // MARGIN_DIVISOR), min(core))

@@ -77,7 +77,7 @@ def test_blend_weights_add_up_to_one():
 def test_the_default_margin_is_an_eighth_of_the_map_whatever_the_tiles():
     """Droplets run up to the map's side, so the default margin follows the map, not
     the tile: 4x4 tiles of 2048² with a quarter-tile margin (128) changed the land at
-    r 0.967 against one tile, with side / 8 (256) as 2x2 tiles do (docs/tiles.md)."""
+    r 0.967 against one tile, with side / 8 (256) at 0.987 (docs/tiles.md)."""
     for shape, tl, want in (((256, 256), (2, 2), 64), ((512, 512), (4, 4), 64),
                             ((1024, 1024), (4, 4), 128), ((1024, 1024), (2, 2), 128),
                             ((2048, 2048), (2, 2), 256), ((2048, 2048), (4, 4), 256),
