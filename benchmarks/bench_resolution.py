@@ -36,7 +36,11 @@ Figures per row (2 threads unless said):
   size in the list, (t(N) / t(M)) ** (1 / log2(N / M)) (t(2N) / t(N) for doublings);
 * default preset only: ``t1_s`` (1 thread; ``--one-thread-max N`` skips sizes above N),
   ``speedup`` = t1 / t2 and ``same`` = the 1- and 2-thread outputs are bit-identical
-  (SHA-1 of the output heights, ``hash``).
+  (SHA-1 of the output heights, ``hash``). The 2- and 1-thread runs go in pairs, one
+  right after the other (``--repeat K``: K pairs, the fastest of each kind counts);
+  ``pair_speedups`` lists each pair's ratio, measured under the same conditions on a
+  machine whose speed drifts (this shared 2-core host moved the 2-thread time of one
+  1024² run from 23 to 35 s within an hour).
 
 The resolution targets, flagged ``pass`` / ``FAIL`` in the rows and summed up in the last row:
 
@@ -268,8 +272,30 @@ def marginal(r: dict) -> float:
 def best(preset: str, size: int, threads: int, src: Path, tiny: Path, scratch: Path,
          repeat: int, particles: int | None = None) -> dict:
     """The fastest of ``repeat`` runs; ``same_runs`` = every repeat gave the same heights."""
-    runs = [measure(preset, size, threads, src, tiny, scratch, particles)
-            for _ in range(repeat)]
+    return fastest_of([measure(preset, size, threads, src, tiny, scratch, particles)
+                       for _ in range(repeat)])
+
+
+def paired(preset: str, size: int, src: Path, tiny: Path, scratch: Path, repeat: int,
+           particles: int | None = None) -> tuple[dict, dict, list[float]]:
+    """``repeat`` pairs of runs on 2 threads then 1, one right after the other: the
+    fastest of each (as :func:`best`) and each pair's 1- / 2-thread wall ratio. On a
+    machine whose speed drifts over minutes (a shared host), a pair's ratio is measured
+    under the same conditions; the fastest runs of each kind may not be."""
+    twos, ones = [], []
+    for _ in range(repeat):
+        twos.append(measure(preset, size, 2, src, tiny, scratch, particles))
+        if "error" in twos[-1]:
+            break
+        ones.append(measure(preset, size, 1, src, tiny, scratch, particles))
+    ratios = [round(o["wall_s"] / t["wall_s"], 3) for t, o in zip(twos, ones)
+              if "error" not in t and "error" not in o]
+    return fastest_of(twos), fastest_of(ones) if ones else {"error": "not run"}, ratios
+
+
+def fastest_of(runs: list[dict]) -> dict:
+    """The fastest run without an error (the first error if all failed), with
+    ``same_runs`` (every run gave the same heights) and the largest peaks of all."""
     good = [r for r in runs if "error" not in r]
     if not good:
         return runs[0]
@@ -419,11 +445,14 @@ def run(quick: bool, options: argparse.Namespace | None = None) -> list[dict]:
         print(f"  warm-up (numba cache, {WARM_SIZE}² runs): {seconds:.1f} s", flush=True)
         for size in sizes:
             for preset in presets:
-                two = best(preset, size, 2, worlds[size], tiny, scratch, repeat,
-                           opts.particles)
-                one = None
-                if preset == THREADED and size <= one_max and "error" not in two:
-                    one = best(preset, size, 1, worlds[size], tiny, scratch, repeat,
+                one, ratios = None, []
+                if preset == THREADED and size <= one_max:
+                    two, one, ratios = paired(preset, size, worlds[size], tiny, scratch,
+                                              repeat, opts.particles)
+                    if "error" in one:
+                        one = None
+                else:
+                    two = best(preset, size, 2, worlds[size], tiny, scratch, repeat,
                                opts.particles)
                 if "error" in two:
                     rows.append({"name": f"{preset} {size}² x {cell_size(size):g} m",
@@ -432,6 +461,8 @@ def run(quick: bool, options: argparse.Namespace | None = None) -> list[dict]:
                     rows.append(make_row(preset, size, two, one))
                     if repeat > 1:
                         rows[-1]["same_runs"] = two["same_runs"]
+                    if ratios:  # each back-to-back pair's speed-up
+                        rows[-1]["pair_speedups"] = ratios
                 r = rows[-1]
                 print(f"  {r['name']}: " + (f"{r['wall_s']:.1f} s" if "wall_s" in r
                                             else "error")
