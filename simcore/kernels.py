@@ -313,6 +313,26 @@ def book_change(first, last, height, before, change):
         before[k] = h
 
 
+@njit(nogil=True, cache=True)
+def book_change_under_water(first, last, height, before, change, pool):
+    """:func:`book_change`, and first the standing water kept level over ground that
+    moved under it: a wet cell's depth becomes its surface before the process (``before
+    + pool``) minus the new ground, never below 0 (the process did not touch ``pool``).
+    Returns the wet cells of the span (before the update)."""
+    wet = 0
+    for k in range(first, last):
+        h = height[k]
+        b = before[k]
+        p = pool[k]
+        if p > 0.0:
+            wet += 1
+            d = (b + p) - h
+            pool[k] = d if d > 0.0 else 0.0
+        change[k] += h - b
+        before[k] = h
+    return wet
+
+
 # -- brushes: where a particle takes and lays material (droplets, snowballs) ----------
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import parallel
-from .kernels import book_change, copy_span, hold_protected, rain_cdf
+from .kernels import book_change, book_change_under_water, copy_span, hold_protected, rain_cdf
 from .params import ParameterError, Params
 from .processes import FIELDS, PROCESSES
 from .terrain import Terrain
@@ -171,16 +171,34 @@ class Simulation:
         height, before = self._height.reshape(-1), self._before.reshape(-1)
         spans = parallel.bands(height.size)  # elementwise: the same on any thread count
         parallel.run(spans, lambda b: copy_span(b[0], b[1], height, before))
+        masked = bool(self.terrain.protect.any())  # no process writes the protect map
         for name, params in self._run_params.items():
             batch = int(params.batch)
-            held = protect_begin(self.terrain, _sources(name))  # masks: the protect map
-            surface = self._water_surface(name)
+            # masks: the protect map
+            held = protect_begin(self.terrain, _sources(name)) if masked else None
+            # without a mask, ``before`` is the ground the water stands on: the water
+            # is kept level in the booking pass below
+            pool = self.terrain.pool
+            level_in_booking = (held is None and not PROCESSES[name].moves_water
+                                and pool.flags.c_contiguous and pool.dtype == np.float64
+                                and pool.flags.writeable and pool.shape == self._height.shape)
+            surface = None if level_in_booking else self._water_surface(name)
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
             self.protect_held += protect_end(self.terrain, held, self._height)
             change = self._change_view(name)
             if surface is not None:  # the lakes' relevel below changes no ground
                 self._keep_water_surface(*surface)
+            if level_in_booking:
+                # the change booked with the water kept level in one pass; ``before``
+                # becomes the next one's ground; then the lakes' relevel (pool only)
+                wet: list[int] = []  # wet cells per span
+                parallel.run(spans, functools.partial(_book_under_water, height, before,
+                                                      change, pool.reshape(-1)),
+                             functools.partial(_count, wet))
+                if sum(wet):
+                    self._relevel()
+                continue
             # this process's change booked; ``before`` becomes the next one's ground
             parallel.run(spans, functools.partial(_book, height, before, change))
         self.rounds_done += 1
@@ -216,6 +234,10 @@ class Simulation:
         (pool depth = surface - new ground, never below 0); then each enabled process
         that holds water re-levels it (a rim may have moved: no lake above its outlet)."""
         self.terrain.pool[wet] = np.maximum(surface - self._height[wet], 0.0)
+        self._relevel()
+
+    def _relevel(self) -> None:
+        """Each enabled process that holds water re-levels it (Process.relevel)."""
         for name, params in self.processes.items():
             relevel = PROCESSES[name].relevel
             if relevel is not None:
@@ -264,6 +286,17 @@ def _book(height: np.ndarray, before: np.ndarray, change: np.ndarray,
           span: tuple[int, int]) -> None:
     """:func:`book_change` on one span of the flat arrays (a task of parallel.run)."""
     book_change(span[0], span[1], height, before, change)
+
+
+def _count(into: list[int], _span: tuple[int, int], n: int) -> None:
+    """Keep a task's count (the ``then`` of parallel.run)."""
+    into.append(n)
+
+
+def _book_under_water(height: np.ndarray, before: np.ndarray, change: np.ndarray,
+                      pool: np.ndarray, span: tuple[int, int]) -> int:
+    """:func:`book_change_under_water` on one span (a task of parallel.run)."""
+    return int(book_change_under_water(span[0], span[1], height, before, change, pool))
 
 
 _PROTECTED = ("bedrock", "sediment", "eroded", "deposited")

@@ -75,7 +75,7 @@ import numpy as np
 from numba import njit
 
 from .. import parallel
-from ..kernels import apply_change, exchange, heap_pop, heap_push, put_at, transfer
+from ..kernels import apply_change, copy_span, exchange, heap_pop, heap_push, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -769,6 +769,14 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     row_bands = parallel.bands(rows)
     t = terrain
 
+    def copy(dst: np.ndarray, src: np.ndarray) -> None:
+        """``dst[...] = src`` on the pooled threads (row bands of the flat grids)."""
+        if not (dst.flags.c_contiguous and src.flags.c_contiguous):  # no flat views
+            dst[...] = src
+            return
+        d, s = dst.reshape(-1), src.reshape(-1)
+        parallel.run(row_bands, lambda b: copy_span(b[0] * cols, b[1] * cols, s, d))
+
     def talus_sweep() -> float:
         """Weathering, landslides and one talus sweep, all cells together."""
         parallel.run(row_bands, lambda b: _send(k, b[0], b[1], height, t.bedrock, t.sediment,
@@ -776,7 +784,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
                                             talus_share, row_excess))
         parallel.run(row_bands, lambda b: _receive(k, b[0], b[1], height, t.bedrock, t.sediment,
                                                t.eroded, t.deposited, talus_share, scratch))
-        height[...] = scratch
+        copy(height, scratch)
         return float(row_excess.max())
 
     col_bands = parallel.bands(cols)
@@ -795,7 +803,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         def along_columns(c: float, b: tuple[int, int]) -> None:
             _creep_columns(c, k.talus, b[0], b[1], scratch, t.erodibility, cp, left)
 
-        scratch[...] = height
+        copy(scratch, height)
         for rows_first, share in ((True, 0.5), (False, 1.0), (True, 0.5)):
             if rows_first:
                 parallel.run(row_bands, functools.partial(along_rows, share * k.creep))
