@@ -633,7 +633,9 @@ def build_parser() -> argparse.ArgumentParser:
         "chunked by tile (heights in world units and every terrain array); "
         "--heightmap-tiles also writes one heightmap per tile.")
     t.add_argument("--preset", default="default", help="preset name or .toml (default)")
-    t.add_argument("--input", required=True, help=".npy heightmap or .npz state")
+    t.add_argument("--input", required=True,
+                   help=".npy heightmap, .npz state, or an earlier tiled world's store "
+                   "(.zarr folder; read tile by tile, as a .npy)")
     t.add_argument("--output", required=True, help="the Zarr store to write (a folder, "
                    "e.g. world.zarr; written as <output>.partial and renamed when done: "
                    "replaces only a tiled world's store)")

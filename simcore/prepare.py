@@ -45,9 +45,11 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
         def job() -> None:
             ours = preset.get(name, process_params(name))
             for params in dict.fromkeys((process_params(name), ours)):
-                terrain = Terrain.from_heights(heights.copy(), 1.0)
-                terrain.protect[0, 0] = 0.5  # a painted protect mask has a kernel of its own
-                Simulation(terrain, {name: params}, seed=0, particles=1).run_round()
+                # a painted protect mask has kernels of its own, and so has a run without
+                for masked in (True, False):
+                    terrain = Terrain.from_heights(heights.copy(), 1.0)
+                    terrain.protect[0, 0] = 0.5 if masked else 0.0
+                    Simulation(terrain, {name: params}, seed=0, particles=1).run_round()
         return job
 
     def write_back() -> None:  # what the add-on calls to write mesh attributes

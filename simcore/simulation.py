@@ -176,12 +176,7 @@ class Simulation:
             batch = int(params.batch)
             # masks: the protect map
             held = protect_begin(self.terrain, _sources(name)) if masked else None
-            # without a mask, ``before`` is the ground the water stands on: the water
-            # is kept level in the booking pass below
-            pool = self.terrain.pool
-            level_in_booking = (held is None and not PROCESSES[name].moves_water
-                                and pool.flags.c_contiguous and pool.dtype == np.float64
-                                and pool.flags.writeable and pool.shape == self._height.shape)
+            level_in_booking = self._level_in_booking(name, held)
             surface = None if level_in_booking else self._water_surface(name)
             self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
                                                     batch, self._height, self._cdf)
@@ -193,8 +188,9 @@ class Simulation:
                 # the change booked with the water kept level in one pass; ``before``
                 # becomes the next one's ground; then the lakes' relevel (pool only)
                 wet: list[int] = []  # wet cells per span
+                pool = self.terrain.pool.reshape(-1)  # a view (_level_in_booking)
                 parallel.run(spans, functools.partial(_book_under_water, height, before,
-                                                      change, pool.reshape(-1)),
+                                                      change, pool),
                              functools.partial(_count, wet))
                 if sum(wet):
                     self._relevel()
@@ -202,6 +198,16 @@ class Simulation:
             # this process's change booked; ``before`` becomes the next one's ground
             parallel.run(spans, functools.partial(_book, height, before, change))
         self.rounds_done += 1
+
+    def _level_in_booking(self, name: str, held: _Held | None) -> bool:
+        """Whether the water stays level over process ``name``'s moves in the pass that
+        books its change (:func:`book_change_under_water`): it does not move water, no
+        protect mask changed the ground for it (``before`` is the ground the water
+        stands on) and ``pool`` can be written through a flat view."""
+        pool = self.terrain.pool
+        return (held is None and not PROCESSES[name].moves_water
+                and pool.flags.c_contiguous and pool.flags.writeable
+                and pool.dtype == np.float64 and pool.shape == self._height.shape)
 
     def _change_view(self, name: str) -> np.ndarray:
         """Process ``name``'s change record as a flat view, booked in place

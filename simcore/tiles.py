@@ -672,6 +672,81 @@ class HeightmapFile:
         return Terrain.from_heights(part, self.cell_size).arrays()
 
 
+class WorldStoreFile:
+    """A tiled world's Zarr store (the ``--output`` of an earlier ``tile`` run) read
+    window by window: the input of a tiled run that goes on from it (another preset,
+    more rain) without any process holding the whole map. Its terrain arrays are cell
+    units, as in an .npz state, at the store's cell size. Like an .npz input, the run
+    starts new change records and new trees."""
+
+    def __init__(self, path: str | Path, rows_cells: int = 1 << 22):
+        from .terrain import StateFileError, fields
+        where = f"{path}: cannot read the tiled world"
+        root_path = Path(path)
+        if not (root_path.is_dir() and (root_path / ".zgroup").is_file()):
+            raise StateFileError(f"{where}: not a Zarr store (a folder such as world.zarr "
+                                 "written by 'tile')")
+        fmt = _store_format(root_path)
+        if fmt != STORE_FORMAT:
+            raise StateFileError(f"{where}: a Zarr store that is not a tiled world (format "
+                                 f"{fmt!r}); give a store written by 'tile', or a .npy/.npz")
+        zarr = _zarr()
+        try:
+            self.root = zarr.open_group(str(root_path), mode="r")
+            attrs = dict(self.root.attrs)
+            self.cell_size = float(attrs["cell_size"])
+            shape = tuple(int(n) for n in attrs["shape"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StateFileError(f"{where}: {exc}") from None
+        self.names = list(fields())
+        for n in self.names:
+            if n not in self.root or tuple(self.root[n].shape) != shape:
+                raise StateFileError(f"{where}: its array '{n}' is missing or not "
+                                     f"{shape[0]}x{shape[1]} (an unfinished or altered "
+                                     "store); run 'tile' again to make it")
+        self.path = str(root_path)
+        self._shape = (shape[0], shape[1])
+        self._check_values(rows_cells)
+
+    def _check_values(self, rows_cells: int) -> None:
+        """The checks of a Terrain on the whole store, in blocks of about ``rows_cells``
+        cells a field, before a cluster starts: NaN/inf (counted over the map, the first
+        with the map's row and column), then the ranges."""
+        from .terrain import StateFileError, nonfinite_error
+        rows, cols = self.shape
+        step = max(1, rows_cells // cols)
+        blocks = [(r0, min(r0 + step, rows)) for r0 in range(0, rows, step)]
+        for n in self.names:
+            count, first = 0, (0, 0)
+            for r0, r1 in blocks:
+                bad = ~np.isfinite(np.asarray(self.root[n][r0:r1]))
+                if bad.any():
+                    if not count:
+                        r, c = np.argwhere(bad)[0]
+                        first = (r0 + int(r), int(c))
+                    count += int(bad.sum())
+            if count:
+                raise StateFileError(f"{self.path}: {nonfinite_error(n, count, *first)}")
+        for r0, r1 in blocks:
+            self.window((r0, r1), (0, cols))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._shape
+
+    def window(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict[str, np.ndarray]:
+        """Every terrain array (cell units) on rows x cols, checked as a Terrain's."""
+        from .terrain import StateFileError, Terrain, TerrainError
+        arrays = {n: np.asarray(self.root[n][rows[0]:rows[1], cols[0]:cols[1]],
+                                dtype=np.float64) for n in self.names}
+        try:
+            Terrain(**arrays, cell_size=self.cell_size).validate()
+        except TerrainError as exc:
+            raise StateFileError(f"{self.path}: rows {rows[0]}..{rows[1] - 1}, columns "
+                                 f"{cols[0]}..{cols[1] - 1}: {exc}") from None
+        return arrays
+
+
 def _window_ranges(cores: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Tile cores along an axis, a last one under 3 cells joined to the one before (a
     terrain is at least 3 x 3)."""
@@ -679,8 +754,9 @@ def _window_ranges(cores: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _windows(terrain):
-    """window(rows, cols) -> the terrain arrays there, for a Terrain or a HeightmapFile."""
-    if isinstance(terrain, HeightmapFile):
+    """window(rows, cols) -> the terrain arrays there, for a Terrain, a HeightmapFile or
+    a WorldStoreFile."""
+    if isinstance(terrain, (HeightmapFile, WorldStoreFile)):
         return terrain.window
     arrays = terrain.arrays()
     return lambda r, c: {n: a[r[0]:r[1], c[0]:c[1]] for n, a in arrays.items()}
@@ -689,7 +765,8 @@ def _windows(terrain):
 def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
                   coarse: int, rain_share: float) -> dict:
     """Write the input and the layout into a new store; returns its attributes.
-    ``terrain``: a Terrain or a HeightmapFile, written one tile core at a time."""
+    ``terrain``: a Terrain, a HeightmapFile or a WorldStoreFile, written one tile core at
+    a time."""
     from .processes import PROCESSES
     from .terrain import fields
     zarr = _zarr()
@@ -969,8 +1046,13 @@ def tile_command(args) -> int:
         terrain, _ = load_state(args.input)
     elif name.endswith(".npy"):  # read tile by tile: the client never holds the map
         terrain = HeightmapFile(args.input, _cell_size(args.cell_size))
+    elif Path(args.input).is_dir():  # a tiled world's store, read tile by tile too
+        if args.cell_size is not None:
+            raise CliError("--cell-size cannot change the scale of a tiled world's store")
+        terrain = WorldStoreFile(args.input)
     else:
-        raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
+        raise CliError(f"--input {args.input}: use a .npy heightmap, an .npz state or a "
+                       "tiled world's store (a .zarr folder)")
     make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
     if args.heightmap_tiles:
         make_folder(args.heightmap_tiles, "--heightmap-tiles")

@@ -48,11 +48,13 @@ before = compiled()
 names = sorted(preset_files()) if presets == "*" else presets
 for name in names:
     preset = find_preset(name)
-    terrain = Terrain.from_heights(fractal_terrain(40, seed=3, relief=30.0), 10.0)
-    terrain.protect[5:9, 5:20] = 1.0
-    terrain.protect[20:30, 10:12] = 0.4
-    terrain.rain[:, :20] = 2.0
-    Simulation(terrain, dict(preset.params), seed=7, particles=3000).run()
+    for masked in (True, False):  # with a painted protect mask and without
+        terrain = Terrain.from_heights(fractal_terrain(40, seed=3, relief=30.0), 10.0)
+        if masked:
+            terrain.protect[5:9, 5:20] = 1.0
+            terrain.protect[20:30, 10:12] = 0.4
+        terrain.rain[:, :20] = 2.0
+        Simulation(terrain, dict(preset.params), seed=7, particles=3000).run()
 print("NEW " + json.dumps(sorted(compiled() - before)))
 """
 

@@ -2,6 +2,7 @@
 booked, and slicing never changes the result."""
 
 import numpy as np
+import pytest
 from conftest import small_batches
 
 from simcore.simulation import PROCESSES, Simulation
@@ -46,8 +47,6 @@ def test_a_change_record_that_cannot_be_booked_in_place_is_refused(hills):
     """Each process's change is booked through a flat view of ``terrain.changes``: a
     record that is not a writeable C-contiguous float64 grid would lose it (or be
     written out of bounds), so the run refuses it and says what to pass."""
-    import pytest
-
     from simcore.params import ParameterError
     procs = {"thermal": small_batches("thermal")}
     for bad in (np.zeros(hills.shape, dtype=np.float32), np.zeros(hills.shape).T.copy().T,
@@ -69,36 +68,61 @@ def test_a_change_record_that_cannot_be_booked_in_place_is_refused(hills):
     assert t.changes["thermal"] is mine and np.abs(mine).max() > 0
 
 
-def test_standing_water_keeps_its_level_while_ground_moves_under_it(hills):
+def _no_numpy_path(sim, name):
+    """Simulation._water_surface when the booking pass must keep the water: only a
+    process that moves water itself may ask (and gets None)."""
+    if not PROCESSES[name].moves_water:
+        pytest.fail(f"{name}: the water was kept with numpy, not in the booking pass")
+
+
+def test_standing_water_keeps_its_level_while_ground_moves_under_it(hills, monkeypatch):
     """Around a process that does not move water (thermal), a wet cell's depth becomes
     its surface before the batch minus the new ground (never below 0), and dry cells
-    stay dry: booked in the same pass as the change. The result is the same, bit for
-    bit, when the simulation has to take the slower path (a pool array it cannot write
-    through a flat view: kept level with numpy afterwards)."""
-    procs = {"thermal": small_batches("thermal").replace(creep=2.0)}
+    stay dry: booked in the same pass as the change, then the lakes re-levelled
+    (hydrology). The result is the same, bit for bit, on the slower path (the water
+    surface kept with numpy apart from the booking), which a protect mask takes."""
+    thermal = small_batches("thermal").replace(creep=2.0)
 
     def lake_terrain():
         t = Terrain.from_heights(hills, world_units=False, sediment=np.full(hills.shape, 0.3))
         h = t.height()
         t.pool[...] = np.maximum(np.quantile(h, 0.3) - h, 0.0)  # the lowest ground flooded
         t.pool[:8] = 0.25  # and water on a slope, where the ground will slide under it
+        t.pool[:8, :8] = 1e-6  # so thin that ground rising under it leaves it dry
         return t
 
+    # thermal alone: the formula, cell by cell, on the booking pass
     t = lake_terrain()
     h0, pool0 = t.height(), t.pool.copy()
     wet = pool0 > 0
     assert 0.2 < wet.mean() < 0.6
-    sim = Simulation(t, procs, seed=1, particles=1)
-    sim.run_round()
+    sim = Simulation(t, {"thermal": thermal}, seed=1, particles=1)
+    with monkeypatch.context() as m:  # the booking pass keeps the water: no numpy path
+        m.setattr(Simulation, "_water_surface", _no_numpy_path)
+        sim.run_round()
     h1 = t.height()
-    moved = wet & (h1 != h0)
-    assert moved.sum() > 50, "ground moved under the water"
+    assert (wet & (h1 != h0)).sum() > 50, "ground moved under the water"
+    assert (wet & (h1 > h0 + pool0)).any(), "ground rose above a thin pool"
     expected = np.where(wet, np.maximum((h0 + pool0) - h1, 0.0), 0.0)
     assert np.array_equal(t.pool, expected)
 
-    slow = lake_terrain()
-    sim = Simulation(slow, procs, seed=1, particles=1)
-    slow.pool = np.asfortranarray(slow.pool)  # no flat view: the numpy path
-    sim.run_round()
-    for name in ("bedrock", "sediment", "pool"):
-        assert np.array_equal(getattr(slow, name), getattr(t, name)), name
+    # with hydrology (its relevel after thermal), rounds on both paths
+    procs = {"hydrology": small_batches("hydrology"), "thermal": thermal}
+    runs = []
+    for fast in (True, False):
+        t = lake_terrain()
+        sim = Simulation(t, procs, seed=2,
+                         particles=3 * sum(int(p.batch) for p in procs.values()))
+        with monkeypatch.context() as m:
+            if fast:
+                m.setattr(Simulation, "_water_surface", _no_numpy_path)
+            else:
+                m.setattr(Simulation, "_level_in_booking", lambda *a: False)
+            sim.run()
+        runs.append(t)
+    fast, slow = runs
+    for name in ("bedrock", "sediment", "pool", "stream"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    for name in procs:
+        assert np.array_equal(fast.changes[name], slow.changes[name]), name
+    assert fast.pool.max() > 0

@@ -399,3 +399,59 @@ def test_a_bad_heightmap_for_tiles_is_a_message_before_any_cluster(tmp_path):
     fine = tmp_path / "fine.npy"
     np.save(fine, np.ones((20, 30)))
     assert tiles.HeightmapFile(fine, 30.0).shape == (20, 30)
+
+
+def test_a_tiled_world_goes_on_from_its_store_read_tile_by_tile(runs, client, tmp_path):
+    """``tile --input world.zarr``: a run goes on from an earlier tiled world (here with
+    another preset) reading the store window by window, and makes what the same run
+    makes of the whole world loaded at once (load_world), bit for bit."""
+    more = find_preset("droplets_only").with_overrides({"particles": 5_000})
+    source = tiles.WorldStoreFile(runs[2])
+    whole, attrs = tiles.load_world(runs[2])
+    assert source.shape == whole.shape and source.cell_size == attrs["cell_size"]
+    out = {n: tmp_path / f"{n}.zarr" for n in ("windows", "whole")}
+    tiles.run_world(source, more, out["windows"], client, (2, 2), quiet=True)
+    tiles.run_world(whole, more, out["whole"], client, (2, 2), quiet=True)
+    a, _ = tiles.load_world(out["windows"])
+    b, _ = tiles.load_world(out["whole"])
+    for name, arr in a.arrays().items():
+        np.testing.assert_array_equal(arr, getattr(b, name), err_msg=name)
+    assert not np.array_equal(a.height(), whole.height()), "the second run did work"
+
+
+def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, capsys):
+    """Not a folder of Zarr, a Zarr store of something else, a store with an array
+    missing or holding NaN, --cell-size on a store: one line each, no cluster."""
+    import shutil
+
+    import zarr
+
+    from simcore.cli import main
+    other = tmp_path / "other.zarr"
+    _fake_store(other, "something else")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    broken = tmp_path / "broken.zarr"
+    shutil.copytree(runs[2], broken)
+    shutil.rmtree(broken / "sediment")
+    holes = tmp_path / "holes.zarr"
+    shutil.copytree(runs[2], holes)
+    zarr.open_group(str(holes), mode="r+")["bedrock"][200, 10] = np.nan
+    cases = [(plain, [], "not a Zarr store"), (other, [], "not a tiled world"),
+             (broken, [], "'sediment' is missing"),
+             (holes, [], "1 NaN/inf value(s), first at row 200, col 10"),
+             (runs[2], ["--cell-size", "30"], "cannot change the scale")]
+    for path, extra, expected in cases:
+        code = main(["tile", "--input", str(path), "--tiles", "2", "--workers", "1",
+                     "--quiet", "--output", str(tmp_path / "out.zarr"), *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and expected in err and "dask" not in err, (path, err)
+    from simcore.terrain import StateFileError
+    with pytest.raises(StateFileError, match="NaN/inf.*row 200, col 10"):
+        tiles.WorldStoreFile(holes, rows_cells=256 * 50)  # in blocks of 50 rows
+    below = tmp_path / "below.zarr"  # a range a Terrain refuses: its window says where
+    shutil.copytree(runs[2], below)
+    zarr.open_group(str(below), mode="r+")["sediment"][5, 7] = -1.0
+    with pytest.raises(StateFileError, match="rows 0..49, columns 0..255: 'sediment'"):
+        tiles.WorldStoreFile(below, rows_cells=256 * 50)
+    assert not (tmp_path / "out.zarr").exists()
