@@ -211,12 +211,27 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
 
 
+def _check_grid(shape: tuple[int, int], preset) -> None:
+    """Refuse a grid too big for the core, or a run that would not fit in memory."""
+    from .memory import check_run
+    from .terrain import MAX_CELLS, MAX_SIDE
+    rows, cols = shape
+    if rows * cols > MAX_CELLS:
+        raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
+                       "downsample it first")
+    check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
+
+
 def cmd_erode(args: argparse.Namespace) -> int:
     from .formats.presets import find_preset
-    from .formats.states import heights_bytes, save_heights, save_state, state_bytes
-    from .memory import check_run
+    from .formats.states import (
+        grid_shape,
+        heights_bytes,
+        save_heights,
+        save_state,
+        state_bytes,
+    )
     from .simulation import Simulation
-    from .terrain import MAX_CELLS, MAX_SIDE
 
     outputs = (".npy", ".npz", ".exr")
     out = _check_output(args.output, outputs)
@@ -225,12 +240,15 @@ def cmd_erode(args: argparse.Namespace) -> int:
     preset = find_preset(args.preset)
     preset = preset.with_overrides(overrides(args.set, seed=args.seed,
                                              particles=args.particles))
+    # size and memory checked before the input is loaded: after, the terrain it made
+    # would count twice (in what the run needs and in what is no longer available)
+    shape = grid_shape(args.input)
+    if shape is not None:
+        _check_grid(shape, preset)
     terrain, rounds_done, back = _load_input(args, preset)
     rows, cols = terrain.shape
-    if rows * cols > MAX_CELLS:
-        raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
-                       "downsample it first")
-    check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
+    if shape is None:  # headers that did not tell
+        _check_grid(terrain.shape, preset)
     estimate = (state_bytes((rows, cols), len(preset.enabled_params()))
                 if out.suffix.lower() != ".npy" else heights_bytes((rows, cols)))
     _check_output(args.output, outputs, estimate)

@@ -14,7 +14,7 @@ from simcore.cli import main
 from simcore.errors import ResourceError
 from simcore.formats.presets import find_preset
 from simcore.noise import fractal_terrain
-from simcore.terrain import BYTES_PER_CELL
+from simcore.terrain import BYTES_PER_CELL, Terrain
 
 
 def test_the_estimate_grows_with_the_grid_and_the_processes():
@@ -84,6 +84,26 @@ def test_the_cli_refuses_a_run_that_would_not_fit_and_writes_nothing(tmp_path, m
     assert f"eroding a {n}x{n} grid with {', '.join(processes)} needs about" in err
     assert "of memory but only" in err and "use a smaller grid" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
+    # refused before the input is loaded: a loaded terrain would count twice, in what
+    # the run needs and in what is no longer available (an 8192² run that fits in 22 GB
+    # was refused so, at 17 GB needed against 15.7 GB left after loading)
+    from simcore.formats import states
+
+    def not_now(*a, **k):
+        raise AssertionError("the input was loaded before the memory check")
+
+    state = tmp_path / "s.npz"
+    states.save_state(state, Terrain.from_heights(fractal_terrain(n, seed=1), 1.0),
+                      {"cell_size": 1.0})
+    with monkeypatch.context() as m:
+        m.setattr(states, "load_heights", not_now)
+        m.setattr(states, "load_state", not_now)
+        for path in (src, state):
+            assert main(["erode", "--input", str(path), "--output", str(out),
+                         "--quiet"]) == 2
+            assert "needs about" in capsys.readouterr().err
+    assert states.grid_shape(src) == (n, n) and states.grid_shape(state) == (n, n)
+    assert states.grid_shape(tmp_path / "missing.npy") is None
     monkeypatch.setenv(fileio.MEMORY_ENV, str(need))
     assert main(["erode", "--input", str(src), "--output", str(out), "--quiet",
                  "--particles", "100"]) == 0

@@ -198,6 +198,27 @@ def _read_member(zf: zipfile.ZipFile, name: str, where: str) -> np.ndarray:
         return np.lib.format.read_array(f, allow_pickle=False)
 
 
+def grid_shape(path: str | Path) -> tuple[int, int] | None:
+    """Rows and columns of a .npy heightmap or an .npz state's grid, from the array
+    headers alone (no data is read): what a run's memory check needs before the input
+    is loaded. None for any other file, or one these headers do not describe (its
+    loader then says what is wrong)."""
+    name = str(path).lower()
+    try:
+        if name.endswith(".npy"):
+            _, shape = check_heightmap(path)
+        elif name.endswith(".npz"):
+            checked = check_input(path)
+            with zipfile.ZipFile(checked) as zf:
+                shape, _ = _peek(zf, "bedrock.npy", str(checked))
+        else:
+            return None
+    except (UserError, OSError, KeyError, ValueError, EOFError, zlib.error,
+            zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError):
+        return None
+    return (int(shape[0]), int(shape[1])) if len(shape) == 2 else None
+
+
 def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
     """Read an .npz written by :func:`save_state`; returns (terrain, metadata)."""
     path = check_input(path)
