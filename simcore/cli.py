@@ -193,13 +193,19 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
         if given:
             raise CliError(f"{given[0]} cannot change the scale of a saved state (it holds "
                            "world units)")
+        checked = _check_before_load(args.input, preset)
         terrain, meta = load_state(args.input)
+        if not checked:
+            _check_grid(terrain.shape, preset)
         rounds_done = int(meta.get("rounds_done", 0)) if meta.get("seed") == preset.seed else 0
         return terrain, rounds_done, 1.0
     if name.endswith(".npy"):
         cell = _cell_size(args.cell_size)
         vertical = _vertical(args)
+        checked = _check_before_load(args.input, preset)
         heights = load_heights(args.input)
+        if not checked:
+            _check_grid(heights.shape, preset)
         scale = _real_scale(args, preset, heights.shape, cell)
         if scale != 1.0 or vertical != 1.0:
             heights = heights * (scale / vertical)
@@ -211,7 +217,19 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
 
 
-def _check_grid(shape: tuple[int, int], preset) -> None:
+def _check_before_load(path: str, preset) -> bool:
+    """Size and memory of the run checked from the input's headers, before it is
+    loaded (after, the terrain it made would count twice: in what the run needs and in
+    what is no longer available); False if the headers do not tell (the caller checks
+    the loaded grid)."""
+    from .formats.states import grid_shape
+    shape = grid_shape(path)
+    if shape is not None:
+        _check_grid(shape, preset)
+    return shape is not None
+
+
+def _check_grid(shape: tuple[int, ...], preset) -> None:
     """Refuse a grid too big for the core, or a run that would not fit in memory."""
     from .memory import check_run
     from .terrain import MAX_CELLS, MAX_SIDE
@@ -224,13 +242,7 @@ def _check_grid(shape: tuple[int, int], preset) -> None:
 
 def cmd_erode(args: argparse.Namespace) -> int:
     from .formats.presets import find_preset
-    from .formats.states import (
-        grid_shape,
-        heights_bytes,
-        save_heights,
-        save_state,
-        state_bytes,
-    )
+    from .formats.states import heights_bytes, save_heights, save_state, state_bytes
     from .simulation import Simulation
 
     outputs = (".npy", ".npz", ".exr")
@@ -240,15 +252,8 @@ def cmd_erode(args: argparse.Namespace) -> int:
     preset = find_preset(args.preset)
     preset = preset.with_overrides(overrides(args.set, seed=args.seed,
                                              particles=args.particles))
-    # size and memory checked before the input is loaded: after, the terrain it made
-    # would count twice (in what the run needs and in what is no longer available)
-    shape = grid_shape(args.input)
-    if shape is not None:
-        _check_grid(shape, preset)
-    terrain, rounds_done, back = _load_input(args, preset)
+    terrain, rounds_done, back = _load_input(args, preset)  # size and memory checked
     rows, cols = terrain.shape
-    if shape is None:  # headers that did not tell
-        _check_grid(terrain.shape, preset)
     estimate = (state_bytes((rows, cols), len(preset.enabled_params()))
                 if out.suffix.lower() != ".npy" else heights_bytes((rows, cols)))
     _check_output(args.output, outputs, estimate)

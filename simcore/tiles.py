@@ -680,9 +680,18 @@ class WorldStoreFile:
     starts new change records and new trees."""
 
     def __init__(self, path: str | Path, rows_cells: int = 1 << 22):
-        from .terrain import StateFileError, fields
+        from .terrain import (
+            MAX_SIDE,
+            MIN_SIDE,
+            StateFileError,
+            TerrainError,
+            check_cell_size,
+            fields,
+        )
         where = f"{path}: cannot read the tiled world"
         root_path = Path(path)
+        if not root_path.exists():
+            raise StateFileError(f"{where}: it does not exist; check the path")
         if not (root_path.is_dir() and (root_path / ".zgroup").is_file()):
             raise StateFileError(f"{where}: not a Zarr store (a folder such as world.zarr "
                                  "written by 'tile')")
@@ -694,10 +703,18 @@ class WorldStoreFile:
         try:
             self.root = zarr.open_group(str(root_path), mode="r")
             attrs = dict(self.root.attrs)
-            self.cell_size = float(attrs["cell_size"])
+            self.cell_size = check_cell_size(float(attrs["cell_size"]))
             shape = tuple(int(n) for n in attrs["shape"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            version = int(attrs.get("version", 0))
+        except (OSError, ValueError, KeyError, TypeError, TerrainError) as exc:
             raise StateFileError(f"{where}: {exc}") from None
+        if version > STORE_VERSION:
+            raise StateFileError(f"{where}: written by a newer version (store version "
+                                 f"{version}, this one reads up to {STORE_VERSION}); "
+                                 "update the tool")
+        if len(shape) != 2 or not all(MIN_SIDE <= n <= MAX_SIDE for n in shape):
+            raise StateFileError(f"{where}: its shape {shape} is not a grid of "
+                                 f"{MIN_SIDE}..{MAX_SIDE} cells a side")
         self.names = list(fields())
         for n in self.names:
             if n not in self.root or tuple(self.root[n].shape) != shape:
@@ -715,7 +732,9 @@ class WorldStoreFile:
         from .terrain import StateFileError, nonfinite_error
         rows, cols = self.shape
         step = max(1, rows_cells // cols)
-        blocks = [(r0, min(r0 + step, rows)) for r0 in range(0, rows, step)]
+        # a block is a Terrain: at least 3 rows (a last shorter one joins the one before)
+        blocks = _join_short_last([(r0, min(r0 + step, rows)) for r0 in range(0, rows, step)],
+                                  3)
         for n in self.names:
             count, first = 0, (0, 0)
             for r0, r1 in blocks:
@@ -727,20 +746,29 @@ class WorldStoreFile:
                     count += int(bad.sum())
             if count:
                 raise StateFileError(f"{self.path}: {nonfinite_error(n, count, *first)}")
+        rain = 0.0
         for r0, r1 in blocks:
-            self.window((r0, r1), (0, cols))
+            rain += float(self.window((r0, r1), (0, cols))["rain"].sum())
+        if rain <= 0.0:
+            raise StateFileError(f"{self.path}: 'rain' is zero everywhere; no droplet could "
+                                 "start")
 
     @property
     def shape(self) -> tuple[int, int]:
         return self._shape
 
     def window(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict[str, np.ndarray]:
-        """Every terrain array (cell units) on rows x cols, checked as a Terrain's."""
+        """Every terrain array (cell units) on rows x cols, checked as a Terrain's (but
+        for the rain, which may be 0 on part of a map: its whole is checked once)."""
         from .terrain import StateFileError, Terrain, TerrainError
         arrays = {n: np.asarray(self.root[n][rows[0]:rows[1], cols[0]:cols[1]],
                                 dtype=np.float64) for n in self.names}
         try:
-            Terrain(**arrays, cell_size=self.cell_size).validate()
+            rain = arrays["rain"]
+            dry = rain.size and not rain.sum() > 0.0 and np.isfinite(rain).all() \
+                and rain.min() >= 0.0  # a window without rain, as a map may have
+            Terrain(**{**arrays, "rain": np.ones_like(rain)} if dry else arrays,
+                    cell_size=self.cell_size).validate()
         except TerrainError as exc:
             raise StateFileError(f"{self.path}: rows {rows[0]}..{rows[1] - 1}, columns "
                                  f"{cols[0]}..{cols[1] - 1}: {exc}") from None
@@ -1046,9 +1074,12 @@ def tile_command(args) -> int:
         terrain, _ = load_state(args.input)
     elif name.endswith(".npy"):  # read tile by tile: the client never holds the map
         terrain = HeightmapFile(args.input, _cell_size(args.cell_size))
-    elif Path(args.input).is_dir():  # a tiled world's store, read tile by tile too
+    elif Path(args.input).is_dir() or name.endswith(".zarr"):  # read tile by tile too
         if args.cell_size is not None:
             raise CliError("--cell-size cannot change the scale of a tiled world's store")
+        if Path(args.input).resolve() == partial_path(out).resolve():
+            raise CliError(f"--input {args.input} is where the run writes until it is done "
+                           f"(the .partial of --output {out}): move it away or rename it")
         terrain = WorldStoreFile(args.input)
     else:
         raise CliError(f"--input {args.input}: use a .npy heightmap, an .npz state or a "

@@ -102,6 +102,10 @@ def test_the_cli_refuses_a_run_that_would_not_fit_and_writes_nothing(tmp_path, m
             assert main(["erode", "--input", str(path), "--output", str(out),
                          "--quiet"]) == 2
             assert "needs about" in capsys.readouterr().err
+        # a flag that cannot apply is still said first
+        assert main(["erode", "--input", str(state), "--cell-size", "30", "--output",
+                     str(out), "--quiet"]) == 2
+        assert "--cell-size cannot change the scale" in capsys.readouterr().err
     assert states.grid_shape(src) == (n, n) and states.grid_shape(state) == (n, n)
     assert states.grid_shape(tmp_path / "missing.npy") is None
     monkeypatch.setenv(fileio.MEMORY_ENV, str(need))

@@ -440,12 +440,21 @@ def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, c
     cases = [(plain, [], "not a Zarr store"), (other, [], "not a tiled world"),
              (broken, [], "'sediment' is missing"),
              (holes, [], "1 NaN/inf value(s), first at row 200, col 10"),
-             (runs[2], ["--cell-size", "30"], "cannot change the scale")]
+             (runs[2], ["--cell-size", "30"], "cannot change the scale"),
+             (tmp_path / "nowhere.zarr", [], "does not exist")]
     for path, extra, expected in cases:
         code = main(["tile", "--input", str(path), "--tiles", "2", "--workers", "1",
                      "--quiet", "--output", str(tmp_path / "out.zarr"), *extra])
         err = capsys.readouterr().err
         assert code == 2 and expected in err and "dask" not in err, (path, err)
+    # the .partial where a run writes until it is done is no input for that run
+    partial = tiles.partial_path(tmp_path / "w.zarr")
+    shutil.copytree(runs[2], partial)
+    code = main(["tile", "--input", str(partial), "--tiles", "2", "--workers", "1",
+                 "--quiet", "--output", str(tmp_path / "w.zarr")])
+    err = capsys.readouterr().err
+    assert code == 2 and "where the run writes until it is done" in err, err
+    assert (partial / ".zgroup").is_file()
     from simcore.terrain import StateFileError
     with pytest.raises(StateFileError, match="NaN/inf.*row 200, col 10"):
         tiles.WorldStoreFile(holes, rows_cells=256 * 50)  # in blocks of 50 rows
@@ -454,4 +463,21 @@ def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, c
     zarr.open_group(str(below), mode="r+")["sediment"][5, 7] = -1.0
     with pytest.raises(StateFileError, match="rows 0..49, columns 0..255: 'sediment'"):
         tiles.WorldStoreFile(below, rows_cells=256 * 50)
+    # blocks of 51 rows leave one: it joins the block before (a Terrain has 3 rows)
+    assert tiles.WorldStoreFile(runs[2], rows_cells=256 * 51).shape == (256, 256)
+    dry = tmp_path / "dry.zarr"  # no rain on whole blocks is a map's right; none at all not
+    shutil.copytree(runs[2], dry)
+    rain = zarr.open_group(str(dry), mode="r+")["rain"]
+    rain[:200] = 0.0
+    assert tiles.WorldStoreFile(dry, rows_cells=256 * 50).shape == (256, 256)
+    rain[...] = 0.0
+    with pytest.raises(StateFileError, match="'rain' is zero everywhere"):
+        tiles.WorldStoreFile(dry)
+    newer = tmp_path / "newer.zarr"
+    shutil.copytree(runs[2], newer)
+    zarr.open_group(str(newer), mode="r+").attrs["version"] = tiles.STORE_VERSION + 1
+    with pytest.raises(StateFileError, match="newer version"):
+        tiles.WorldStoreFile(newer)
+    with pytest.raises(StateFileError, match="does not exist"):
+        tiles.WorldStoreFile(tmp_path / "nowhere.zarr")
     assert not (tmp_path / "out.zarr").exists()
