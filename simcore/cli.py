@@ -182,6 +182,7 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
     output scale turns world heights back into the input's units (a .npy with
     --extent or --vertical-exaggeration), else 1."""
     from .formats.states import load_heights, load_state
+    from .memory import check_grid_run, check_input_run
     from .terrain import Terrain
 
     name = args.input.lower()
@@ -193,19 +194,19 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
         if given:
             raise CliError(f"{given[0]} cannot change the scale of a saved state (it holds "
                            "world units)")
-        checked = _check_before_load(args.input, preset)
+        checked = check_input_run(args.input, preset.enabled_params())
         terrain, meta = load_state(args.input)
         if not checked:
-            _check_grid(terrain.shape, preset)
+            check_grid_run(terrain.shape, preset.enabled_params())
         rounds_done = int(meta.get("rounds_done", 0)) if meta.get("seed") == preset.seed else 0
         return terrain, rounds_done, 1.0
     if name.endswith(".npy"):
         cell = _cell_size(args.cell_size)
         vertical = _vertical(args)
-        checked = _check_before_load(args.input, preset)
+        checked = check_input_run(args.input, preset.enabled_params())
         heights = load_heights(args.input)
         if not checked:
-            _check_grid(heights.shape, preset)
+            check_grid_run(heights.shape, preset.enabled_params())
         scale = _real_scale(args, preset, heights.shape, cell)
         if scale != 1.0 or vertical != 1.0:
             heights = heights * (scale / vertical)
@@ -215,29 +216,6 @@ def _load_input(args: argparse.Namespace, preset) -> tuple[object, int, float]:
             heights = add_ridges(heights, cell, preset.ridges)  # type: ignore[arg-type]
         return Terrain.from_heights(heights, cell), 0, vertical / scale
     raise CliError(f"--input {args.input}: use a .npy heightmap or an .npz state")
-
-
-def _check_before_load(path: str, preset) -> bool:
-    """Size and memory of the run checked from the input's headers, before it is
-    loaded (after, the terrain it made would count twice: in what the run needs and in
-    what is no longer available); False if the headers do not tell (the caller checks
-    the loaded grid)."""
-    from .formats.states import grid_shape
-    shape = grid_shape(path)
-    if shape is not None:
-        _check_grid(shape, preset)
-    return shape is not None
-
-
-def _check_grid(shape: tuple[int, ...], preset) -> None:
-    """Refuse a grid too big for the core, or a run that would not fit in memory."""
-    from .memory import check_run
-    from .terrain import MAX_CELLS, MAX_SIDE
-    rows, cols = shape
-    if rows * cols > MAX_CELLS:
-        raise CliError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
-                       "downsample it first")
-    check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
 
 
 def cmd_erode(args: argparse.Namespace) -> int:

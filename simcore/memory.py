@@ -90,3 +90,27 @@ def check_run(cells: int, processes: Iterable[str], what: str,
         f"{what} with {', '.join(processes)} needs about {fileio._mb(need)} of memory but "
         f"only {fileio._mb(have)} is available; use a smaller grid ({hint}) or close other "
         "programs")
+
+
+def check_grid_run(shape: tuple[int, int], processes: Iterable[str]) -> None:
+    """Refuse eroding a ``rows x cols`` grid larger than the core takes
+    (``terrain.MAX_SIDE`` a side) or one that would not fit in memory now
+    (:func:`check_run`)."""
+    from .terrain import MAX_CELLS, MAX_SIDE
+    rows, cols = shape
+    if rows * cols > MAX_CELLS:
+        raise ResourceError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
+                            "downsample it first")
+    check_run(rows * cols, processes, f"eroding a {rows}x{cols} grid")
+
+
+def check_input_run(path: str, processes: Iterable[str]) -> bool:
+    """:func:`check_grid_run` for the grid of a ``.npy``/``.npz`` input, from its headers,
+    before it is loaded (after, the loaded terrain would count twice: in what the run
+    needs and in what is no longer available). False when the headers do not tell: the
+    caller checks the loaded grid."""
+    from .formats.states import grid_shape
+    shape = grid_shape(path)
+    if shape is not None:
+        check_grid_run(shape, processes)
+    return shape is not None

@@ -102,8 +102,8 @@ def _run(input_path: str, preset_name: str, seed: int, out: Path, cell_size: flo
     from .fileio import check_input
     from .formats.images import save_png, shaded_relief
     from .formats.presets import find_preset
-    from .formats.states import grid_shape, load_heights, load_state, save_state
-    from .memory import check_run
+    from .formats.states import load_heights, load_state, save_state
+    from .memory import check_grid_run, check_input_run
     from .report import landform_figures
     from .simulation import Simulation
     from .terrain import Terrain
@@ -111,11 +111,7 @@ def _run(input_path: str, preset_name: str, seed: int, out: Path, cell_size: flo
     preset = find_preset(preset_name).with_overrides(
         {**sets, "seed": seed, **({"particles": particles} if particles else {})})
     check_input(input_path)
-    # memory checked before the input is loaded (after, its terrain would count twice)
-    shape = grid_shape(input_path)
-    if shape is not None:
-        check_run(shape[0] * shape[1], preset.enabled_params(),
-                  f"eroding a {shape[0]}x{shape[1]} grid")
+    checked = check_input_run(input_path, preset.enabled_params())
     name = input_path.lower()
     rounds_done = 0
     if name.endswith(".npz"):
@@ -127,8 +123,8 @@ def _run(input_path: str, preset_name: str, seed: int, out: Path, cell_size: flo
     else:
         raise SweepError(f"{input_path}: use a .npy heightmap or an .npz state")
     rows, cols = terrain.shape
-    if shape is None:  # headers that did not tell
-        check_run(rows * cols, preset.enabled_params(), f"eroding a {rows}x{cols} grid")
+    if not checked:  # headers that did not tell
+        check_grid_run((rows, cols), preset.enabled_params())
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                      particles=preset.work(terrain), rounds_done=rounds_done)
     sim.run()

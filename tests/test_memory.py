@@ -111,3 +111,26 @@ def test_the_cli_refuses_a_run_that_would_not_fit_and_writes_nothing(tmp_path, m
     monkeypatch.setenv(fileio.MEMORY_ENV, str(need))
     assert main(["erode", "--input", str(src), "--output", str(out), "--quiet",
                  "--particles", "100"]) == 0
+
+
+def test_a_sweep_run_is_refused_before_its_input_is_loaded(tmp_path, monkeypatch):
+    """sweep's runs share erode's check (memory.check_input_run): from the headers,
+    before the input is loaded, and a grid past the core's limit is said so."""
+    from simcore import sweep
+    from simcore.formats import states
+
+    n = 64
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(n, seed=1))
+    processes = list(find_preset("default").enabled_params())
+    monkeypatch.setenv(fileio.MEMORY_ENV, str(memory.run_bytes(n * n, processes) - 1))
+
+    def not_now(*a, **k):
+        raise AssertionError("the input was loaded before the memory check")
+
+    monkeypatch.setattr(states, "load_heights", not_now)
+    with pytest.raises(ResourceError, match=f"eroding a {n}x{n} grid with .* needs about"):
+        sweep._run(str(src), "default", 1, tmp_path, 30.0, 100, {}, 0)
+    with pytest.raises(ResourceError, match="larger than 16384x16384; downsample it first"):
+        memory.check_grid_run((16385, 16384), processes)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
