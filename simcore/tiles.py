@@ -22,7 +22,8 @@ A world runs in three stages of dask tasks (docs/tiles.md):
    share of a round's particles (its rain weight / the world's), counted in whole
    particles per block as ``floor(rounds x share)``. Grid processes get the world's
    rain share (so a pass does what it does on the whole map), and trees' seeding tries
-   scale with the tile's area. The raw tile goes to ``work/raw`` (one chunk per tile).
+   scale with the tile's area. The raw tile goes to ``work/raw`` (chunks of its own,
+   half a margin a side).
 3. **blend** (one task per tile): each output cell is the average of the tiles that
    cover it, weighted by a smoothstep ramp across a band ``margin`` wide centred on the
    core border (0 in the outer half margin, whose particles were cut off by the tile's
@@ -74,6 +75,8 @@ MIN_MARGIN = 32
 #: most epochs a tile groups its rounds into: each block runs its particles of the epoch's
 #: rounds, then each grid process its passes (fewer kernel calls on big worlds)
 MAX_EPOCHS = 16
+#: the smallest side of a raw tile's chunks (raw_chunks: half a margin, at least this)
+RAW_CHUNK = 256
 #: version of the store's layout (attribute ``version``)
 STORE_VERSION = 1
 #: the store's attribute ``format``: an existing --output store is replaced only if it
@@ -94,9 +97,13 @@ def _zarr():
     return zarr
 
 
-def _compressor():
+def _compressor(fast: bool = False):
+    """Blosc, one thread (the same bytes whatever the thread count): zstd for what the
+    store keeps, lz4 (several times faster, bigger) for the scratch of ``work/``."""
     from numcodecs import Blosc
-    Blosc.use_threads = False  # the same bytes whatever the thread count
+    Blosc.use_threads = False
+    if fast:
+        return Blosc(cname="lz4", clevel=5, shuffle=Blosc.SHUFFLE)
     return Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE)
 
 
@@ -454,7 +461,7 @@ def _particle_batch(name: str, terrain, params, seed: int, first: int, count: in
 
 def run_tile(store: str, i: int, j: int) -> str:
     """Stage 2 (a task): tile (i, j)'s detail processes on its extent of the base,
-    written to its own chunk of ``work/raw``."""
+    written to its own chunks of ``work/raw``."""
     from .processes import PROCESSES
     from .simulation import _sources, process_params, protect_begin, protect_end
     zarr = _zarr()
@@ -543,10 +550,20 @@ def run_tile(store: str, i: int, j: int) -> str:
     return "ok"
 
 
+def raw_chunks(plan: Plan) -> tuple[int, int, int, int]:
+    """Chunks of the raw tiles (tile, tile, rows, columns): a tile's extent in squares of
+    half a margin (at least RAW_CHUNK cells), so that the blend decompresses only the
+    part of a neighbour it weighs (a strip half a margin wide), not its whole extent. A
+    tile task still writes only chunks of its own."""
+    er, ec = plan.extent_size()
+    side = max(RAW_CHUNK, plan.margin // 2)
+    return (1, 1, min(er, side), min(ec, side))
+
+
 def _write_raw(arr, i: int, j: int, a: np.ndarray, er: int, ec: int) -> None:
     full = np.zeros((1, 1, er, ec))
     full[0, 0, :a.shape[0], :a.shape[1]] = a
-    arr[i:i + 1, j:j + 1] = full  # exactly one chunk
+    arr[i:i + 1, j:j + 1] = full  # the tile's own chunks, all of them
 
 
 # -- stage 3: the blend ---------------------------------------------------------------
@@ -571,7 +588,8 @@ def axis_weight(x: np.ndarray, core: tuple[int, int], n: int, margin: int) -> np
 
 def run_blend(store: str, i: int, j: int) -> str:
     """Stage 3 (a task): tile (i, j)'s core of every output array, the weighted sum of
-    the raw tiles that cover it (its own chunk of each)."""
+    the raw tiles that cover it (its own chunk of each), each read only where its
+    weight is not 0."""
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
     a = dict(root.attrs)
@@ -590,13 +608,17 @@ def run_blend(store: str, i: int, j: int) -> str:
             (ec0, ec1), core_c = plan.extents(1)[tj], plan.cores(1)[tj]
             xa, xb = max(da, ec0), min(db, ec1)
             wx = axis_weight(xs[xa - da:xb - da], core_c, plan.shape[1], plan.margin)
-            w = wy[:, None] * wx[None, :]
-            if yb <= ya or xb <= xa or not w.any():
+            if yb <= ya or xb <= xa or not (wy.any() and wx.any()):
                 continue
-            sl = (ti, tj, slice(ya - er0, yb - er0), slice(xa - ec0, xb - ec0))
+            # only the rows and columns the tile weighs: its chunks elsewhere stay packed
+            ny, nx = np.flatnonzero(wy), np.flatnonzero(wx)
+            y0, y1 = ya + int(ny[0]), ya + int(ny[-1]) + 1
+            x0, x1 = xa + int(nx[0]), xa + int(nx[-1]) + 1
+            w = wy[ny[0]:ny[-1] + 1, None] * wx[None, nx[0]:nx[-1] + 1]
+            sl = (ti, tj, slice(y0 - er0, y1 - er0), slice(x0 - ec0, x1 - ec0))
             for n in names:
                 if n in raw:
-                    acc[n][ya - ca:yb - ca, xa - da:xb - da] += w * raw[n][sl]
+                    acc[n][y0 - ca:y1 - ca, x0 - da:x1 - da] += w * raw[n][sl]
     cell = float(a["cell_size"])
     for n, v in acc.items():
         if n.startswith("change_"):
@@ -610,7 +632,8 @@ def run_blend(store: str, i: int, j: int) -> str:
 
 def _create(root, name: str, shape, chunks, fill=0.0):
     return root.create_dataset(name, shape=shape, chunks=chunks, dtype="f8",
-                               compressor=_compressor(), fill_value=fill, overwrite=True)
+                               compressor=_compressor(name.startswith("work/")),
+                               fill_value=fill, overwrite=True)
 
 
 class HeightmapFile:
@@ -827,10 +850,11 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
             _create(root, f"work/coarse/{n}", small, cchunks)
     er, ec = plan.extent_size()
     tr, tc = plan.tiles
+    raw = raw_chunks(plan)
     for n in arrays + [f"change_{n}" for n in detail]:
-        _create(root, f"work/raw/{n}", (tr, tc, er, ec), (1, 1, er, ec))
+        _create(root, f"work/raw/{n}", (tr, tc, er, ec), raw)
     for n in glob:  # the global changes pass through the raw tiles untouched
-        _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), (1, 1, er, ec))
+        _create(root, f"work/raw/change_{n}", (tr, tc, er, ec), raw)
     weights = world_block_weights(inputs["rain"], block_size(plan.margin))
     root.create_dataset("work/block_weights", data=weights, overwrite=True)
     for n in arrays + [f"change_{n}" for n in changes] + ["height"]:

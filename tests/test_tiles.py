@@ -481,3 +481,35 @@ def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, c
     with pytest.raises(StateFileError, match="does not exist"):
         tiles.WorldStoreFile(tmp_path / "nowhere.zarr")
     assert not (tmp_path / "out.zarr").exists()
+
+
+def test_the_blend_is_every_raw_tile_weighed_and_summed(world, client, tmp_path,
+                                                        monkeypatch):
+    """run_blend reads a raw tile only where its weight is not 0 (chunks of half a
+    margin): the output is still, bit for bit, the sum over all tiles, in order, of
+    each tile's weights times its raw arrays over its whole extent (3 x 3 tiles: the
+    middle one has 8 neighbours)."""
+    import zarr
+    monkeypatch.setattr(tiles, "RAW_CHUNK", 16)  # the client lays the store out
+    small = world[:128, :128]
+    store = tmp_path / "w.zarr"
+    tiles.run_world(Terrain.from_heights(small, CELL),
+                    find_preset("droplets_only").with_overrides({"particles": 3_000}),
+                    store, client, (3, 3), margin=32, quiet=True, keep_work=True)
+    root = zarr.open_group(str(store), mode="r")
+    plan = tiles.Plan.of(dict(root.attrs))
+    raw = root["work/raw"]
+    assert raw["bedrock"].chunks == tiles.raw_chunks(plan)
+    assert raw["bedrock"].chunks[2:] != plan.extent_size(), "a tile is several chunks"
+    for name in ("bedrock", "sediment", "deposited"):
+        want = np.zeros(plan.shape)
+        for ti, (er, core_r) in enumerate(zip(plan.extents(0), plan.cores(0))):
+            wy = tiles.axis_weight(np.arange(*er, dtype=np.float64), core_r, plan.shape[0],
+                                   plan.margin)
+            for tj, (ec, core_c) in enumerate(zip(plan.extents(1), plan.cores(1))):
+                wx = tiles.axis_weight(np.arange(*ec, dtype=np.float64), core_c,
+                                       plan.shape[1], plan.margin)
+                part = raw[name][ti, tj, :er[1] - er[0], :ec[1] - ec[0]]
+                want[er[0]:er[1], ec[0]:ec[1]] += (wy[:, None] * wx[None, :]) * part
+        np.testing.assert_array_equal(root[name][...], want, err_msg=name)
+    assert np.abs(root["deposited"][...]).max() > 0.0, "the droplets did work"
