@@ -257,19 +257,42 @@ def block_counts(weights: np.ndarray, bi: int, bj: int, batch: int, r0: int,
     return first, math.floor(r1 * share) - first
 
 
-def block_cdf(w_tile: np.ndarray, sr: tuple[int, int], sc: tuple[int, int]) -> np.ndarray:
+def block_cdf(w_tile: np.ndarray, sr: tuple[int, int], sc: tuple[int, int],
+              out: np.ndarray | None = None) -> np.ndarray:
     """A start cdf over a tile's squares (``w_tile``: their weights) that is zero outside
     squares rows ``sr`` x cols ``sc`` (tile-local), cut after the block's last square:
     kernels.start_position then draws a start inside the block only, at the same place
-    in every tile (the cumulative sums over the block are the same numbers)."""
+    in every tile (the cumulative sums over the block are the same numbers). With
+    ``out`` (a buffer of zeros, at least as long) the cdf is written there and a view
+    returned: only the block's rows are written, and the caller sets them back to 0
+    (:class:`BlockCdfs`)."""
     ncols = w_tile.shape[1]
     seg = np.zeros((sr[1] - sr[0], ncols))
     seg[:, sc[0]:sc[1]] = w_tile[sr[0]:sr[1], sc[0]:sc[1]]
     start = sr[0] * ncols
     stop = (sr[1] - 1) * ncols + sc[1]
-    cdf = np.zeros(stop)
+    cdf = np.zeros(stop) if out is None else out[:stop]
     cdf[start:stop] = np.cumsum(seg.ravel()[:stop - start])
     return cdf
+
+
+class BlockCdfs:
+    """The blocks' start cdfs of one tile (:func:`block_cdf`), each written into one
+    buffer of zeros in turn: a block costs its rows, not the tile (a fresh array of
+    zeros a block was a third of a tile task's time outside the kernels). A cdf is
+    valid until the next one is made."""
+
+    def __init__(self, w_tile: np.ndarray) -> None:
+        self.w_tile = w_tile
+        self.buffer = np.zeros(w_tile.size)
+        self.written = (0, 0)
+
+    def cdf(self, sr: tuple[int, int], sc: tuple[int, int]) -> np.ndarray:
+        a, b = self.written
+        self.buffer[a:b] = 0.0
+        ncols = self.w_tile.shape[1]
+        self.written = (sr[0] * ncols, (sr[1] - 1) * ncols + sc[1])
+        return block_cdf(self.w_tile, sr, sc, self.buffer)
 
 
 # -- stage 1: the global processes --------------------------------------------------
@@ -499,8 +522,7 @@ def run_tile(store: str, i: int, j: int) -> str:
             blocks.append((bi, bj, (sa - r0, sb - r0), (ta - c0, tb - c0)))
     epochs = max(1, min(rounds, MAX_EPOCHS))
     cuts = [round(e * rounds / epochs) for e in range(epochs + 1)]
-    cdfs: dict[tuple[int, int], np.ndarray] = {}
-    keep_cdfs = len(blocks) * (r1 - r0) * (c1 - c0) * 8 < 256 * 2**20
+    cdfs = BlockCdfs(w_tile)
     for e in range(epochs):
         ra, rb = cuts[e], cuts[e + 1]
         for n, p in run.items():
@@ -514,11 +536,7 @@ def run_tile(store: str, i: int, j: int) -> str:
                     first, count = block_counts(weights, bi, bj, batch, ra, rb)
                     if count <= 0:
                         continue
-                    cdf = cdfs.get((bi, bj))
-                    if cdf is None:
-                        cdf = block_cdf(w_tile, sr, sc)
-                        if keep_cdfs:
-                            cdfs[(bi, bj)] = cdf
+                    cdf = cdfs.cdf(sr, sc)
                     _particle_batch(n, terrain, p, block_seed(seed, bi, bj), first, count,
                                     height, cdf, world_shape)
             else:

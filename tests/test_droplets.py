@@ -9,6 +9,7 @@ from hypothesis.extra.numpy import arrays
 
 from simcore import kernels, parallel
 from simcore.kernels import rain_cdf
+from simcore.noise import fractal_terrain
 from simcore.processes.droplets import DropletParams, run_batch
 from simcore.simulation import Simulation
 from simcore.terrain import Terrain
@@ -334,3 +335,26 @@ def test_strips_give_the_same_result_on_more_threads_than_cores(threads):
         assert (lost, steps) == (lost1, steps1)
         for name, arr in one.arrays().items():
             assert np.array_equal(arr, getattr(other, name)), name
+
+
+@pytest.mark.parametrize("count", [5, 63, 300])
+def test_strip_passes_on_one_thread_are_the_threads_schedule(count, monkeypatch):
+    """Small batches and one thread run the strips' passes in one numba loop
+    (_run_passes); it makes, bit for bit, what the threads' schedule makes."""
+    from simcore.processes import droplets as D
+    h = fractal_terrain(160, seed=4) * 40.0
+    out = []
+    for serial in (True, False):
+        monkeypatch.setattr(D, "SERIAL_BELOW", 10**9 if serial else 0)
+        t = Terrain.from_heights(h, world_units=False)
+        height = t.height()
+        p = DropletParams(brush_radius=3.0)
+        lost, steps = D._run_batch(5, 0, count, p.kernel(t.shape, 1.0), np.empty(0),
+                                   D.strip_margin(p.brush_cells(1.0)), height, t.bedrock,
+                                   t.sediment, t.eroded, t.deposited, t.erodibility,
+                                   threads=1 if serial else 2)
+        out.append((lost, steps, height, t.bedrock, t.sediment, t.eroded, t.deposited))
+    assert out[0][1] > count  # the droplets walked
+    assert out[0][0] == out[1][0] and out[0][1] == out[1][1]
+    for a, b in zip(out[0][2:], out[1][2:]):
+        np.testing.assert_array_equal(a, b)

@@ -200,6 +200,22 @@ def test_a_particle_in_an_overlap_starts_at_the_same_world_point_in_both_tiles()
     assert (starts[0][:, 1] >= 96).all() and (starts[0][:, 1] < 128).all()
 
 
+def test_block_cdfs_in_one_buffer_are_each_blocks_own():
+    """A tile's block cdfs made in turn in one buffer (BlockCdfs) are, bit for bit, the
+    cdfs made anew (block_cdf): nothing of the block before is left in the buffer."""
+    rng = np.random.default_rng(2)
+    w = tiles.square_weights(rng.uniform(0.0, 2.0, (97, 83)))
+    cdfs = tiles.BlockCdfs(w)
+    blocks = [((32, 64), (0, 32)), ((0, 32), (32, 64)), ((64, 96), (64, 82)),
+              ((32, 64), (32, 64)), ((0, 32), (0, 32)), ((64, 96), (0, 32))]
+    for sr, sc in blocks + blocks[::-1]:
+        got = cdfs.cdf(sr, sc)
+        want = tiles.block_cdf(w, sr, sc)
+        np.testing.assert_array_equal(got, want)
+        assert got[-1] > 0.0
+    assert cdfs.buffer[cdfs.written[1]:].max() == 0.0
+
+
 def _steps(h):
     return np.abs(np.diff(h, axis=1)), np.abs(np.diff(h, axis=0))
 

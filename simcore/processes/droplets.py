@@ -51,6 +51,9 @@ from ..terrain import Terrain
 
 STRIP_ROWS = 32
 STREAM_ID = 1  # RNG stream of this process
+#: batches of fewer droplets run their strips' passes on one thread (_run_passes): a
+#: Python call per strip and pass costs more than such droplets (the tiles' blocks)
+SERIAL_BELOW = 64
 #: the brush covers 1 .. this many cells of radius, whatever its world radius
 MAX_BRUSH_CELLS = 8.0
 #: the deposit's tent reaches this share of the brush radius (docs/hillslopes.md)
@@ -367,6 +370,41 @@ def _run_strip(s, margin, p, state, rng, steps, strip, lost, height, bedrock, se
     return up, down, stray
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _run_passes(nstrips, last_pass, margin, p, state, rng, steps, strip, pending, lost,
+                height, bedrock, sediment, eroded, deposited, erodibility):
+    """The strips' passes one after another on this thread: pass q runs the strips of
+    q's parity that hold droplets, in ascending order, each handing the droplets that
+    left it to its neighbours' next pass. That is the schedule :func:`_run_batch`'s
+    threads reproduce, so the result is the same, without a Python call per strip and
+    pass (on one thread, or for a few droplets, those calls cost more than the
+    droplets). Returns 0, or -1 if a droplet skipped a strip, -2 if the passes ran
+    past ``last_pass`` (bugs, raised by the caller)."""
+    live = 0
+    for s in range(nstrips):
+        live += pending[s]
+    q = 0
+    while live > 0:
+        if q > last_pass:
+            return -2
+        for s in range(q % 2, nstrips, 2):
+            if pending[s] == 0:
+                continue
+            up, down, stray = _run_strip(s, margin, p, state, rng, steps, strip, lost,
+                                         height, bedrock, sediment, eroded, deposited,
+                                         erodibility)
+            if stray:
+                return -1
+            live -= pending[s] - up - down
+            pending[s] = 0
+            if up:
+                pending[s - 1] += up
+            if down:
+                pending[s + 1] += down
+        q += 1
+    return 0
+
+
 def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, margin: int,
                height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
                eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray,
@@ -399,6 +437,16 @@ def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, ma
     # strip with no droplet runs at most one pass a strip ahead of the nearest with one:
     # twice that bound still ends a run the scheduler got wrong (a bug) instead of a hang
     last_pass = 2 * (p.max_steps + nstrips) + 8
+
+    if (parallel.threads() if threads is None else threads) == 1 or count < SERIAL_BELOW:
+        error = _run_passes(nstrips, last_pass, margin, p, state, rng, steps, strip,
+                            pending, lost, height, bedrock, sediment, eroded, deposited,
+                            erodibility)
+        if error == -1:
+            raise RuntimeError("a droplet skipped a strip")  # cannot happen: one-cell steps
+        if error == -2:
+            raise RuntimeError("droplet strips out of step")  # a bug: not a hang
+        return _lost_total(lost), int(steps.sum())
 
     def ended(s: int) -> int:
         return done[s] if 0 <= s < nstrips else never
@@ -444,10 +492,15 @@ def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, ma
         queued[s] = True
         first_tasks.append((s, 0))
     parallel.run(first_tasks, do, then, threads)
+    return _lost_total(lost), int(steps.sum())
+
+
+def _lost_total(lost: np.ndarray) -> float:
+    """What the strips' droplets carried off the grid, summed strip by strip."""
     total = 0.0
-    for s in range(nstrips):
+    for s in range(lost.size):
         total += float(lost[s])
-    return total, int(steps.sum())
+    return total
 
 
 def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
