@@ -767,29 +767,41 @@ class WorldStoreFile:
         self._check_values(rows_cells)
 
     def _check_values(self, rows_cells: int) -> None:
-        """The checks of a Terrain on the whole store, in blocks of about ``rows_cells``
-        cells a field, before a cluster starts: NaN/inf (counted over the map, the first
-        with the map's row and column), then the ranges."""
+        """The checks of a Terrain on the whole store, in one read of it, in blocks of
+        about ``rows_cells`` cells a field, before a cluster starts: NaN/inf (counted over
+        the map, the first with the map's row and column), else the first block out of
+        range, else a map without rain."""
         from .terrain import StateFileError, nonfinite_error
         rows, cols = self.shape
         step = max(1, rows_cells // cols)
         # a block is a Terrain: at least 3 rows (a last shorter one joins the one before)
         blocks = _join_short_last([(r0, min(r0 + step, rows)) for r0 in range(0, rows, step)],
                                   3)
-        for n in self.names:
-            count, first = 0, (0, 0)
-            for r0, r1 in blocks:
-                bad = ~np.isfinite(np.asarray(self.root[n][r0:r1]))
-                if bad.any():
-                    if not count:
-                        r, c = np.argwhere(bad)[0]
-                        first = (r0 + int(r), int(c))
-                    count += int(bad.sum())
-            if count:
-                raise StateFileError(f"{self.path}: {nonfinite_error(n, count, *first)}")
+        counts = dict.fromkeys(self.names, 0)
+        firsts = dict.fromkeys(self.names, (0, 0))
+        out_of_range: StateFileError | None = None
         rain = 0.0
         for r0, r1 in blocks:
-            rain += float(self.window((r0, r1), (0, cols))["rain"].sum())
+            arrays = self._read((r0, r1), (0, cols))
+            for n, a in arrays.items():
+                bad = ~np.isfinite(a)
+                if bad.any():
+                    if not counts[n]:
+                        r, c = np.argwhere(bad)[0]
+                        firsts[n] = (r0 + int(r), int(c))
+                    counts[n] += int(bad.sum())
+            if any(counts.values()) or out_of_range is not None:
+                continue  # NaN is said first; the first block out of range is kept
+            try:
+                self._validate(arrays, (r0, r1), (0, cols))
+            except StateFileError as exc:
+                out_of_range = exc
+            rain += float(arrays["rain"].sum())
+        for n in self.names:
+            if counts[n]:
+                raise StateFileError(f"{self.path}: {nonfinite_error(n, counts[n], *firsts[n])}")
+        if out_of_range is not None:
+            raise out_of_range
         if rain <= 0.0:
             raise StateFileError(f"{self.path}: 'rain' is zero everywhere; no droplet could "
                                  "start")
@@ -801,9 +813,19 @@ class WorldStoreFile:
     def window(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict[str, np.ndarray]:
         """Every terrain array (cell units) on rows x cols, checked as a Terrain's (but
         for the rain, which may be 0 on part of a map: its whole is checked once)."""
+        arrays = self._read(rows, cols)
+        self._validate(arrays, rows, cols)
+        return arrays
+
+    def _read(self, rows: tuple[int, int], cols: tuple[int, int]) -> dict[str, np.ndarray]:
+        return {n: np.asarray(self.root[n][rows[0]:rows[1], cols[0]:cols[1]],
+                              dtype=np.float64) for n in self.names}
+
+    def _validate(self, arrays: dict[str, np.ndarray], rows: tuple[int, int],
+                  cols: tuple[int, int]) -> None:
+        """A window's arrays checked as a Terrain's; a window without rain passes (a
+        map may have dry parts)."""
         from .terrain import StateFileError, Terrain, TerrainError
-        arrays = {n: np.asarray(self.root[n][rows[0]:rows[1], cols[0]:cols[1]],
-                                dtype=np.float64) for n in self.names}
         try:
             rain = arrays["rain"]
             dry = rain.size and not rain.sum() > 0.0 and np.isfinite(rain).all() \
@@ -813,7 +835,6 @@ class WorldStoreFile:
         except TerrainError as exc:
             raise StateFileError(f"{self.path}: rows {rows[0]}..{rows[1] - 1}, columns "
                                  f"{cols[0]}..{cols[1] - 1}: {exc}") from None
-        return arrays
 
 
 def _window_ranges(cores: list[tuple[int, int]]) -> list[tuple[int, int]]:

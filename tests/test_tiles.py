@@ -479,8 +479,23 @@ def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, c
     zarr.open_group(str(below), mode="r+")["sediment"][5, 7] = -1.0
     with pytest.raises(StateFileError, match="rows 0..49, columns 0..255: 'sediment'"):
         tiles.WorldStoreFile(below, rows_cells=256 * 50)
-    # blocks of 51 rows leave one: it joins the block before (a Terrain has 3 rows)
-    assert tiles.WorldStoreFile(runs[2], rows_cells=256 * 51).shape == (256, 256)
+    # NaN anywhere is said before a block out of range (both here: the NaN comes later)
+    zarr.open_group(str(below), mode="r+")["pool"][250, 3] = np.inf
+    with pytest.raises(StateFileError, match="'pool'.*NaN/inf.*row 250, col 3"):
+        tiles.WorldStoreFile(below, rows_cells=256 * 50)
+    # blocks of 51 rows leave one: it joins the block before (a Terrain has 3 rows); the
+    # check reads the store once, a block at a time
+    reads = []
+    read = tiles.WorldStoreFile._read
+
+    def counted(self, rows, cols):
+        reads.append(rows)
+        return read(self, rows, cols)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(tiles.WorldStoreFile, "_read", counted)
+        assert tiles.WorldStoreFile(runs[2], rows_cells=256 * 51).shape == (256, 256)
+    assert reads == [(0, 51), (51, 102), (102, 153), (153, 204), (204, 256)]
     dry = tmp_path / "dry.zarr"  # no rain on whole blocks is a map's right; none at all not
     shutil.copytree(runs[2], dry)
     rain = zarr.open_group(str(dry), mode="r+")["rain"]
