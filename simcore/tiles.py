@@ -23,7 +23,7 @@ A world runs in three stages of dask tasks (docs/tiles.md):
    particles per block as ``floor(rounds x share)``. Grid processes get the world's
    rain share (so a pass does what it does on the whole map), and trees' seeding tries
    scale with the tile's area. The raw tile goes to ``work/raw`` (chunks of its own,
-   half a margin a side).
+   half a margin a side, at least RAW_CHUNK).
 3. **blend** (one task per tile): each output cell is the average of the tiles that
    cover it, weighted by a smoothstep ramp across a band ``margin`` wide centred on the
    core border (0 in the outer half margin, whose particles were cut off by the tile's
@@ -75,7 +75,8 @@ MIN_MARGIN = 32
 #: most epochs a tile groups its rounds into: each block runs its particles of the epoch's
 #: rounds, then each grid process its passes (fewer kernel calls on big worlds)
 MAX_EPOCHS = 16
-#: the smallest side of a raw tile's chunks (raw_chunks: half a margin, at least this)
+#: the smallest side of a raw tile's chunks (raw_chunks: half a margin, at least this;
+#: 128 made more, smaller chunks that cost more to write than the blend saved)
 RAW_CHUNK = 256
 #: version of the store's layout (attribute ``version``)
 STORE_VERSION = 1
@@ -563,7 +564,7 @@ def run_tile(store: str, i: int, j: int) -> str:
     t = trees[own]
     arr = root["work"].create_dataset(f"trees/{i}_{j}", shape=t.shape, chunks=(max(len(t),
                                       1), 3), dtype="f8", overwrite=True,
-                                      compressor=_compressor())
+                                      compressor=_compressor(fast=True))
     arr[...] = t
     return "ok"
 

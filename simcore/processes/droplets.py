@@ -7,7 +7,8 @@ Even strips run together, then odd strips, and so on until every droplet of the 
 has ended (a strip's pass starts as soon as its two neighbours have ended theirs, on
 pooled threads: simcore/parallel.py). Strips running together never touch the same
 cells, and each strip runs its droplets in ascending index order, so the result is the
-same on 1 or N threads.
+same on 1 or N threads. On one thread, or for a batch of under ``SERIAL_BELOW`` droplets,
+the same passes run one after another in one numba loop (``_run_passes``).
 
 World units (resolution independence, docs/hillslopes.md): a droplet steps one cell,
 i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step applies
@@ -438,7 +439,7 @@ def _run_batch(seed: int, first: int, count: int, p: Kernel, cdf: np.ndarray, ma
     # twice that bound still ends a run the scheduler got wrong (a bug) instead of a hang
     last_pass = 2 * (p.max_steps + nstrips) + 8
 
-    if (parallel.threads() if threads is None else threads) == 1 or count < SERIAL_BELOW:
+    if (parallel.threads() if threads is None else threads) <= 1 or count < SERIAL_BELOW:
         error = _run_passes(nstrips, last_pass, margin, p, state, rng, steps, strip,
                             pending, lost, height, bedrock, sediment, eroded, deposited,
                             erodibility)
