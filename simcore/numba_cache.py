@@ -12,17 +12,53 @@ whose kernels took a type since renamed (numba unpickles the index before it che
 that it is stale), or damaged -- is stale: it is removed and the kernel compiled again,
 where numba would raise (AttributeError: Can't get attribute '_Kernel' ...) out of the
 first run after an upgrade, since the cache folder outlives the extension's files.
+
+numba takes a cached kernel for current while the kernel's own file is unchanged: a
+kernel compiled with an inline helper of ``kernels.py`` stayed cached after the helper
+changed, and ran the old code. A kernel of this package is current only while every
+``.py`` file of the package is unchanged (:func:`sources_digest`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pickle
 import warnings
+from pathlib import Path
 
 #: the package whose kernels are guarded ("simcore", or the add-on's vendored copy)
 _ROOT = __name__.rpartition(".")[0]
+#: its folder: its kernels' cache stamps include :func:`sources_digest` of it
+_FOLDER = str(Path(__file__).resolve().parent)
+_digests: dict[str, str] = {}
+
+
+def sources_digest(folder: str = _FOLDER) -> str:
+    """SHA-256 of the names and bytes of every ``.py`` file under ``folder`` (once a
+    process): part of the cache stamp of every kernel there, so that a change to any of
+    them -- an inline helper, a constant a kernel reads -- compiles the kernels again."""
+    if folder not in _digests:
+        h = hashlib.sha256()
+        root = Path(folder)
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0")
+            with contextlib.suppress(OSError):
+                h.update(path.read_bytes())
+            h.update(b"\0")
+        _digests[folder] = h.hexdigest()
+    return _digests[folder]
+
+
+def _package_of(py_file: str, folders: set[str]) -> str | None:
+    """The folder in ``folders`` that holds ``py_file``, if any."""
+    with contextlib.suppress(OSError, ValueError):
+        path = str(Path(py_file).resolve())
+        for folder in folders:
+            if path.startswith(folder + os.sep):
+                return folder
+    return None
 
 
 class CacheWarning(UserWarning):
@@ -47,6 +83,30 @@ def _drop_index(cache) -> None:
             os.remove(path)
 
 
+def _stamp_with_sources(caching) -> None:
+    """Make the cache stamp of this package's kernels include :func:`sources_digest`
+    (idempotent; other files keep numba's stamp, a numba without that locator too)."""
+    mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
+    current = getattr(mixin, "get_source_stamp", None)
+    if current is None:
+        return
+    folders = getattr(current, "_terrain_erosion_folders", None)
+    if folders is not None:
+        folders.add(_FOLDER)
+        return
+    original = current
+    folders = {_FOLDER}  # the packages (another copy adds its own) whose kernels depend
+    # on all their files
+
+    def get_source_stamp(self):
+        stamp = original(self)
+        folder = _package_of(getattr(self, "_py_file", ""), folders)
+        return stamp if folder is None else (stamp, sources_digest(folder))
+
+    get_source_stamp._terrain_erosion_folders = folders  # type: ignore[attr-defined]
+    mixin.get_source_stamp = get_source_stamp
+
+
 def install() -> None:
     """Guard numba's cache writes for this package's kernels (idempotent; other
     packages' kernels keep numba's own behaviour)."""
@@ -56,6 +116,7 @@ def install() -> None:
         current = caching.Cache.save_overload
     except (ImportError, AttributeError):  # another numba: its own behaviour, unguarded
         return
+    _stamp_with_sources(caching)
     roots = getattr(current, "_terrain_erosion_roots", None)
     if roots is not None:
         roots.add(_ROOT)

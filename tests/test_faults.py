@@ -531,3 +531,49 @@ def test_a_cache_index_from_an_earlier_version_is_stale_not_a_failure(tmp_path, 
             pickle.load(f)
             stamp, overloads = pickle.loads(f.read())
         assert overloads
+
+
+_PROBE_MODULE = textwrap.dedent("""
+    from numba import njit
+
+    from .kernels import _probe_helper
+
+
+    @njit(cache=True)
+    def probe(x):
+        return _probe_helper(x)
+""")
+_PROBE_HELPER = textwrap.dedent("""
+
+
+    @njit(cache=True, inline="always")
+    def _probe_helper(x):
+        return x * {factor}
+""")
+
+
+def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp_path):
+    """numba checks only a cached kernel's own file: a kernel that inlines a helper of
+    kernels.py stayed cached after the helper changed and ran the old code (a benchmark
+    once measured old code this way). Every file of the package is in the stamp now."""
+    import shutil
+    pkg = tmp_path / "pkg" / "simcore"
+    shutil.copytree(ROOT / "simcore", pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "_probe.py").write_text(_PROBE_MODULE)
+    kernels = (pkg / "kernels.py").read_text()
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"),
+           "PYTHONPATH": str(pkg.parent)}
+
+    def run(factor: int) -> str:
+        (pkg / "kernels.py").write_text(kernels + _PROBE_HELPER.format(factor=factor))
+        res = subprocess.run([sys.executable, "-c",
+                              "from simcore._probe import probe; print(probe(7))"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert res.returncode == 0, res.stderr[-3000:]
+        return res.stdout.split()[-1]
+
+    assert run(2) == "14"
+    assert list((tmp_path / "numba-cache").rglob("_probe*.nbi")), "probe was cached"
+    assert run(2) == "14"  # from the cache
+    assert run(3) == "21"  # kernels.py changed: compiled again, not the cached 14
