@@ -258,6 +258,13 @@ def block_counts(weights: np.ndarray, bi: int, bj: int, batch: int, r0: int,
     return first, math.floor(r1 * share) - first
 
 
+def block_span(ncols: int, sr: tuple[int, int], sc: tuple[int, int]) -> tuple[int, int]:
+    """Where a block's start cdf is written (:func:`block_cdf`): from its first square
+    row's start to just after its last square, in a tile's flat squares of ``ncols``
+    columns."""
+    return sr[0] * ncols, (sr[1] - 1) * ncols + sc[1]
+
+
 def block_cdf(w_tile: np.ndarray, sr: tuple[int, int], sc: tuple[int, int],
               out: np.ndarray | None = None) -> np.ndarray:
     """A start cdf over a tile's squares (``w_tile``: their weights) that is zero outside
@@ -270,8 +277,7 @@ def block_cdf(w_tile: np.ndarray, sr: tuple[int, int], sc: tuple[int, int],
     ncols = w_tile.shape[1]
     seg = np.zeros((sr[1] - sr[0], ncols))
     seg[:, sc[0]:sc[1]] = w_tile[sr[0]:sr[1], sc[0]:sc[1]]
-    start = sr[0] * ncols
-    stop = (sr[1] - 1) * ncols + sc[1]
+    start, stop = block_span(ncols, sr, sc)
     cdf = np.zeros(stop) if out is None else out[:stop]
     cdf[start:stop] = np.cumsum(seg.ravel()[:stop - start])
     return cdf
@@ -291,8 +297,7 @@ class BlockCdfs:
     def cdf(self, sr: tuple[int, int], sc: tuple[int, int]) -> np.ndarray:
         a, b = self.written
         self.buffer[a:b] = 0.0
-        ncols = self.w_tile.shape[1]
-        self.written = (sr[0] * ncols, (sr[1] - 1) * ncols + sc[1])
+        self.written = block_span(self.w_tile.shape[1], sr, sc)
         return block_cdf(self.w_tile, sr, sc, self.buffer)
 
 
@@ -655,6 +660,36 @@ def _create(root, name: str, shape, chunks, fill=0.0):
                                fill_value=fill, overwrite=True)
 
 
+class NonfiniteTally:
+    """NaN/inf in a map read block by block, per array: how many, and the first one's
+    row and column on the map (what ``nonfinite_error`` reports)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.firsts: dict[str, tuple[int, int]] = {}
+
+    def add(self, name: str, block: np.ndarray, r0: int) -> int:
+        """Count ``block`` (the map's rows from ``r0``) of array ``name``; returns how
+        many of its values are NaN/inf."""
+        bad = ~np.isfinite(block)
+        n = int(np.count_nonzero(bad))
+        if n:
+            if name not in self.counts:
+                r, c = np.argwhere(bad)[0]
+                self.firsts[name] = (r0 + int(r), int(c))
+                self.counts[name] = 0
+            self.counts[name] += n
+        return n
+
+    def check(self, order: list[str] | None = None) -> None:
+        """TerrainError for the first array with NaN/inf (in ``order``, else in the order
+        they were found)."""
+        from .terrain import nonfinite_error
+        for name in order or list(self.counts):
+            if self.counts.get(name):
+                raise nonfinite_error(name, self.counts[name], *self.firsts[name])
+
+
 class HeightmapFile:
     """A .npy heightmap (world units) read window by window through a memory map: the
     input of a tiled run whose client never holds the whole map (the terrain arrays of
@@ -680,26 +715,19 @@ class HeightmapFile:
         """The checks ``Terrain.from_heights`` makes (size, NaN/inf, range), on the whole
         map, in blocks of about ``rows_cells`` cells: before a cluster starts, with the
         map's own rows and columns in the message."""
-        from .terrain import MAX_ABS_VALUE, MIN_SIDE, TerrainError, nonfinite_error, range_error
+        from .terrain import MAX_ABS_VALUE, MIN_SIDE, TerrainError, range_error
         rows, cols = self.shape
         if min(rows, cols) < MIN_SIDE:
             raise TerrainError(f"'heights' is {rows}x{cols}; the grid must be at least "
                                f"{MIN_SIDE}x{MIN_SIDE} cells")
         step = max(1, rows_cells // cols)
-        count, first, big = 0, (0, 0), 0.0
+        nonfinite = NonfiniteTally()
+        big = 0.0
         for r0 in range(0, rows, step):
             block = np.asarray(self.heights[r0:r0 + step], dtype=np.float64)
-            bad = ~np.isfinite(block)
-            n = int(bad.sum())
-            if n:
-                if not count:
-                    r, c = np.argwhere(bad)[0]
-                    first = (r0 + int(r), int(c))
-                count += n
-            elif not count:
+            if not nonfinite.add("heights", block, r0) and not nonfinite.counts:
                 big = max(big, float(np.abs(block).max()) / self.cell_size)
-        if count:
-            raise nonfinite_error("heights", count, *first)
+        nonfinite.check()
         if big > MAX_ABS_VALUE:
             raise range_error("heights", big)
 
@@ -772,35 +800,30 @@ class WorldStoreFile:
         about ``rows_cells`` cells a field, before a cluster starts: NaN/inf (counted over
         the map, the first with the map's row and column), else the first block out of
         range, else a map without rain."""
-        from .terrain import StateFileError, nonfinite_error
+        from .terrain import StateFileError, TerrainError
         rows, cols = self.shape
         step = max(1, rows_cells // cols)
         # a block is a Terrain: at least 3 rows (a last shorter one joins the one before)
         blocks = _join_short_last([(r0, min(r0 + step, rows)) for r0 in range(0, rows, step)],
                                   3)
-        counts = dict.fromkeys(self.names, 0)
-        firsts = dict.fromkeys(self.names, (0, 0))
+        nonfinite = NonfiniteTally()
         out_of_range: StateFileError | None = None
         rain = 0.0
         for r0, r1 in blocks:
             arrays = self._read((r0, r1), (0, cols))
             for n, a in arrays.items():
-                bad = ~np.isfinite(a)
-                if bad.any():
-                    if not counts[n]:
-                        r, c = np.argwhere(bad)[0]
-                        firsts[n] = (r0 + int(r), int(c))
-                    counts[n] += int(bad.sum())
-            if any(counts.values()) or out_of_range is not None:
+                nonfinite.add(n, a, r0)
+            if nonfinite.counts or out_of_range is not None:
                 continue  # NaN is said first; the first block out of range is kept
             try:
                 self._validate(arrays, (r0, r1), (0, cols))
             except StateFileError as exc:
                 out_of_range = exc
             rain += float(arrays["rain"].sum())
-        for n in self.names:
-            if counts[n]:
-                raise StateFileError(f"{self.path}: {nonfinite_error(n, counts[n], *firsts[n])}")
+        try:
+            nonfinite.check(self.names)
+        except TerrainError as exc:
+            raise StateFileError(f"{self.path}: {exc}") from None
         if out_of_range is not None:
             raise out_of_range
         if rain <= 0.0:
