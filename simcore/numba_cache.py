@@ -104,7 +104,7 @@ def _stamp_with_sources(caching) -> None:
         return stamp if folder is None else (stamp, sources_digest(folder))
 
     get_source_stamp._terrain_erosion_folders = folders  # type: ignore[attr-defined]
-    mixin.get_source_stamp = get_source_stamp
+    mixin.get_source_stamp = get_source_stamp  # type: ignore[union-attr]
 
 
 def install() -> None:
