@@ -89,16 +89,17 @@ ERODE_CHILD = (
 
 
 def seam_figures(src: str, one: str, tiled: str) -> dict:
-    """Δh r of a tiled store against the one-tile store of the same world, and the
+    """Δh r of a tiled store against the one-tile store (or ``erode``'s .npz) of the
+    same world, and the
     height steps across each tile border (p95, p99, max, mean and the mean on the lines
     beside it; the same lines of the one-tile run beside them) against the interior's
     p99 and max (world units): the figures tests/test_tiles.py asserts on."""
     import numpy as np
 
     from simcore import tiles
-    from simcore.formats.states import load_heights
+    from simcore.formats.states import load_heights, load_state
     h0 = load_heights(src)
-    a, _ = tiles.load_world(one)
+    a, _ = load_state(one) if one.endswith(".npz") else tiles.load_world(one)
     b, attrs = tiles.load_world(tiled)
     cell = attrs["cell_size"]
     da, db = a.world_height() - h0, b.world_height() - h0
@@ -232,7 +233,8 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             picture: str = "", scratch: str = "") -> list[dict]:
     """Tiled runs of one world (``src`` at ``cell``, or a generated SIZE² world of
     30 m cells) for each tile count in ``tiles``; with ``seams`` also on one tile, the
-    border figures and (``picture``) the seam picture; ``untiled``: plain ``erode``."""
+    border figures and (``picture``) the seam picture; ``untiled``: plain ``erode``
+    (and, without ``seams``, the border figures against it)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rows = []
     with tempfile.TemporaryDirectory(prefix="te-bench-tiles-", dir=scratch or None) as tmp:
@@ -274,6 +276,14 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             rows.append({"name": f"untiled {size}^2 (erode, one process)",
                          "seconds": round(time.perf_counter() - t0, 1),
                          "peak_MB": round(int(done.stdout.split()[-1]) / 2**20)})
+            if not seams:  # the tiled results against this one
+                for n in tiles:
+                    fig = seam_figures(src, str(folder / "e.npz"), cfg["store"] + f".{n}")
+                    for b in fig["borders"]:
+                        b["untiled"] = b.pop("one_tile")
+                    rows.append({"name": f"seams {size}^2 {n}x{n} vs untiled erode",
+                                 **{k.replace("one_tile", "untiled"): v
+                                    for k, v in fig.items()}})
     return rows
 
 
