@@ -16,15 +16,18 @@ first run after an upgrade, since the cache folder outlives the extension's file
 numba takes a cached kernel for current while the kernel's own file is unchanged: a
 kernel compiled with an inline helper of ``kernels.py`` stayed cached after the helper
 changed, and ran the old code. A kernel of this package is current only while every
-``.py`` file of the package is unchanged (:func:`sources_digest`).
+``.py`` file of the package is unchanged (:func:`sources_digest`). (Kernels imported
+from a zip keep numba's own stamp: its zip locator does not take this one.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import pickle
+import time
 import warnings
 from pathlib import Path
 
@@ -32,30 +35,57 @@ from pathlib import Path
 _ROOT = __name__.rpartition(".")[0]
 #: its folder: its kernels' cache stamps include :func:`sources_digest` of it
 _FOLDER = str(Path(__file__).resolve().parent)
-_digests: dict[str, str] = {}
+_digests: dict[tuple, str] = {}
+#: a folder's last listing and when it was made (time.monotonic): the kernels of one
+#: import, decorated within milliseconds, share it
+_listings: dict[str, tuple[float, tuple]] = {}
+#: seconds a listing is reused
+LISTING_REUSE_S = 1.0
+
+
+def _listing(root: str) -> tuple:
+    """(name, mtime_ns, size) of every ``.py`` file under ``root``, sorted."""
+    out = []
+    for here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in files:
+            if f.endswith(".py"):
+                st = os.stat(os.path.join(here, f))
+                out.append((os.path.relpath(os.path.join(here, f), root), st.st_mtime_ns,
+                            st.st_size))
+    return tuple(sorted(out))
 
 
 def sources_digest(folder: str = _FOLDER) -> str:
-    """SHA-256 of the names and bytes of every ``.py`` file under ``folder`` (once a
-    process): part of the cache stamp of every kernel there, so that a change to any of
-    them -- an inline helper, a constant a kernel reads -- compiles the kernels again."""
-    if folder not in _digests:
-        h = hashlib.sha256()
-        root = Path(folder)
-        for path in sorted(root.rglob("*.py")):
-            h.update(path.relative_to(root).as_posix().encode() + b"\0")
-            with contextlib.suppress(OSError):
-                h.update(path.read_bytes())
-            h.update(b"\0")
-        _digests[folder] = h.hexdigest()
-    return _digests[folder]
+    """SHA-256 of the names and bytes of every ``.py`` file under ``folder``: part of
+    the cache stamp of every kernel there, so that a change to any of them -- an inline
+    helper, a constant a kernel reads -- compiles the kernels again. Read again when a
+    file's time or size changed (a reload in a running process; the files are listed
+    again once LISTING_REUSE_S has passed); a folder that cannot be read gives a digest
+    of its own each time (compiled, never stale)."""
+    try:
+        now = time.monotonic()
+        made, listing = _listings.get(folder, (-math.inf, ()))
+        if now - made > LISTING_REUSE_S:
+            listing = _listing(folder)
+            _listings[folder] = (now, listing)
+        key = (folder, listing)
+        if key not in _digests:
+            h = hashlib.sha256()
+            for name, _, _ in listing:
+                with open(os.path.join(folder, name), "rb") as f:
+                    h.update(name.replace(os.sep, "/").encode() + b"\0" + f.read() + b"\0")
+            _digests[key] = h.hexdigest()
+        return _digests[key]
+    except OSError:
+        return os.urandom(16).hex()
 
 
 def _package_of(py_file: str, folders: set[str]) -> str | None:
     """The folder in ``folders`` that holds ``py_file``, if any."""
     with contextlib.suppress(OSError, ValueError):
         path = str(Path(py_file).resolve())
-        for folder in folders:
+        for folder in tuple(folders):  # another copy may add its folder meanwhile
             if path.startswith(folder + os.sep):
                 return folder
     return None

@@ -564,16 +564,37 @@ def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"),
            "PYTHONPATH": str(pkg.parent)}
 
-    def run(factor: int) -> str:
+    def run(factor: int) -> tuple[str, str]:
+        """probe(7), and whether it came from the cache ("hit") or was compiled."""
         (pkg / "kernels.py").write_text(kernels + _PROBE_HELPER.format(factor=factor))
         res = subprocess.run([sys.executable, "-c",
-                              "from simcore._probe import probe; print(probe(7))"],
+                              "from simcore._probe import probe; print(probe(7)); "
+                              "print('hit' if sum(probe.stats.cache_hits.values()) else "
+                              "'compiled')"],
                              cwd=tmp_path, env=env, capture_output=True, text=True,
                              timeout=600)
         assert res.returncode == 0, res.stderr[-3000:]
-        return res.stdout.split()[-1]
+        value, how = res.stdout.split()[-2:]
+        return value, how
 
-    assert run(2) == "14"
+    assert run(2) == ("14", "compiled")
     assert list((tmp_path / "numba-cache").rglob("_probe*.nbi")), "probe was cached"
-    assert run(2) == "14"  # from the cache
-    assert run(3) == "21"  # kernels.py changed: compiled again, not the cached 14
+    assert run(2) == ("14", "hit")  # nothing changed: from the cache
+    assert run(3) == ("21", "compiled")  # kernels.py changed: not the cached 14
+
+
+def test_the_sources_digest_follows_a_file_changed_in_a_running_process(tmp_path, monkeypatch):
+    """A module reloaded after an edit (a developer's session, an extension updated
+    without a restart) gets the new digest, not the one of the process's start."""
+    from simcore import numba_cache
+    monkeypatch.setattr(numba_cache, "LISTING_REUSE_S", 0.0)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.py").write_text("x = 1\n")
+    first = numba_cache.sources_digest(str(tmp_path))
+    (tmp_path / "sub" / "a.py").write_text("x = 2\n")  # the same size
+    os.utime(tmp_path / "sub" / "a.py", ns=(1, 10**18))
+    assert numba_cache.sources_digest(str(tmp_path)) != first
+    (tmp_path / "sub" / "a.py").write_text("x = 1\n")
+    assert numba_cache.sources_digest(str(tmp_path)) == first  # by content
+    (tmp_path / "b.txt").write_text("not a source")
+    assert numba_cache.sources_digest(str(tmp_path)) == first
