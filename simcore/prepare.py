@@ -266,15 +266,14 @@ def _marker():
 
     import numba
 
+    from . import numba_cache
     from .processes import droplets
     try:
         folder = Path(droplets._run_strip._cache._cache_path)  # type: ignore[attr-defined]
     except AttributeError:  # numba internals moved
         return None
     stamp = hashlib.sha1(f"{numba.__version__} {sys.version}".encode())
-    for source in sorted(Path(__file__).resolve().parent.rglob("*.py")):
-        info = source.stat()
-        stamp.update(f"{source.name} {info.st_mtime_ns} {info.st_size}".encode())
+    stamp.update(numba_cache.sources_digest().encode())  # what the kernels' stamps hold
     return folder / f"prepared-{stamp.hexdigest()[:16]}"
 
 
