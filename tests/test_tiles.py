@@ -335,9 +335,24 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
     """A 1024² .npy map in 8x8 tiles with --coarse 8: writing the store (the client)
     and the global stage (hydrology on the 128² copy) each allocate under one
     full-resolution array (8 MB; the terrain has 14 such arrays: the whole map would
-    be 117 MB; the client's windows are 128² tile cores)."""
+    be 117 MB; the client's windows are 128² tile cores). tracemalloc sees numba's
+    allocations too (its runtime allocates through Python's raw allocator): checked
+    first, so the bounds below cannot pass by missing the kernels' arrays."""
     import tracemalloc
 
+    from numba import njit
+
+    @njit
+    def allocate(n):
+        return np.ones(n).sum()
+
+    allocate(1)
+    tracemalloc.start()
+    try:
+        allocate(1 << 20)
+        assert tracemalloc.get_traced_memory()[1] >= 8 << 20
+    finally:
+        tracemalloc.stop()
     from simcore.simulation import rain_share
     big = np.kron(world, np.ones((4, 4))) + np.random.default_rng(0).uniform(
         0.0, 1.0, (4 * SIZE, 4 * SIZE))
