@@ -12,13 +12,15 @@ Run: ``python -m benchmarks.bench_tiles --size 1024 --tiles 2`` (``build.py benc
 it at 256, 2x2, with --quick at 128); ``--input world.npy --cell-size C`` for a given
 world, ``--seams`` for the figures against the same pipeline on one tile (Δh r, the
 steps across every border as tests/test_tiles.py asserts them, ``--picture``), and
-``--scenario NAME`` for the runs docs/tiles.md reports (SCENARIOS: seams2048,
-seams1024x4, seams1024x4m128, big8192). Wall times on a shared machine are noisy.
+``--other-seed N`` to erode again with seed N (how closely two plain runs agree),
+``--keep DIR`` to keep the stores, and ``--scenario NAME`` for the runs docs/tiles.md
+reports (SCENARIOS). Wall times on a shared machine are noisy.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -136,6 +138,25 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     return out
 
 
+def _change(src: str, result: str):
+    """The height change (world units) of ``erode``'s .npz or a tiled store from the
+    .npy world ``src``."""
+    from simcore import tiles
+    from simcore.formats.states import load_heights, load_state
+    t = load_state(result)[0] if result.endswith(".npz") else tiles.load_world(result)[0]
+    return t.world_height() - load_heights(src)
+
+
+def change_fit(src: str, a: str, b: str) -> dict:
+    """Δh r and mean |difference| (world units) of two results of the same world
+    (``erode`` .npz or tiled stores)."""
+    import numpy as np
+    da, db = _change(src, a), _change(src, b)
+    return {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
+            "mean_abs_diff": float(np.abs(db - da).mean()),
+            "mean_abs_dh": [float(np.abs(da).mean()), float(np.abs(db).mean())]}
+
+
 def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> None:
     """A PNG: top, the whole world on one tile | tiled | their difference (every
     n-th cell, about 512 pixels a side); below, the same three at full resolution,
@@ -230,19 +251,27 @@ def _world(size: int, folder: Path) -> Path:
 def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             particles: int = 0, seams: bool = False, margin: int = 0,
             src: str = "", cell: float = CELL, preset: str = "default", coarse: int = 1,
-            picture: str = "", scratch: str = "") -> list[dict]:
+            picture: str = "", scratch: str = "", other_seed: int = 0,
+            keep: str = "") -> list[dict]:
     """Tiled runs of one world (``src`` at ``cell``, or a generated SIZE² world of
     30 m cells) for each tile count in ``tiles``; with ``seams`` also on one tile, the
     border figures and (``picture``) the seam picture; ``untiled``: plain ``erode``
-    (and, without ``seams``, the border figures against it)."""
+    (without ``seams``, the border figures against it; with ``seams``, the fit of the
+    one-tile and tiled runs to it), and with ``other_seed`` ``erode`` again with that
+    seed: how closely two plain runs agree. ``keep``: write the stores and results
+    there and keep them (else a temporary folder)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rows = []
-    with tempfile.TemporaryDirectory(prefix="te-bench-tiles-", dir=scratch or None) as tmp:
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(keep) if keep else
+          tempfile.TemporaryDirectory(prefix="te-bench-tiles-", dir=scratch or None)) as tmp:
         folder = Path(tmp)
         src = src or str(_world(size, folder))
         import numpy as np
         size = int(np.load(src, mmap_mode="r").shape[0])
-        cfg = {"src": src, "cell": cell, "store": str(folder / "w.zarr"), "tiles": tiles,
+        store = str(folder / "w.zarr")
+        cfg = {"src": src, "cell": cell, "store": store, "tiles": tiles,
                "workers": workers, "particles": particles, "preset": preset,
                "margin": margin or None, "coarse": coarse, "seams": seams,
                "picture": picture}
@@ -276,9 +305,24 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             rows.append({"name": f"untiled {size}^2 (erode, one process)",
                          "seconds": round(time.perf_counter() - t0, 1),
                          "peak_MB": round(int(done.stdout.split()[-1]) / 2**20)})
+            erode_npz = str(folder / "e.npz")
+            if seams:  # what the tiles cost against what the pipeline itself does
+                rows.append({"name": f"one tile {size}^2 vs untiled erode",
+                             **change_fit(src, erode_npz, store + ".1")})
+                for n in tiles:
+                    rows.append({"name": f"tiled {size}^2 {n}x{n} vs untiled erode",
+                                 **change_fit(src, erode_npz, store + f".{n}")})
+            if other_seed:
+                other = str(folder / f"e_seed{other_seed}.npz")
+                again = [other if a == erode_npz else a for a in args]
+                subprocess.run([sys.executable, "-c", ERODE_CHILD,
+                                json.dumps(again + ["--seed", str(other_seed)])],
+                               cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+                rows.append({"name": f"untiled erode {size}^2, seed {other_seed} vs the "
+                             "preset's seed", **change_fit(src, erode_npz, other)})
             if not seams:  # the tiled results against this one
                 for n in tiles:
-                    fig = seam_figures(src, str(folder / "e.npz"), cfg["store"] + f".{n}")
+                    fig = seam_figures(src, str(folder / "e.npz"), store + f".{n}")
                     for b in fig["borders"]:
                         b["untiled"] = b.pop("one_tile")
                     rows.append({"name": f"seams {size}^2 {n}x{n} vs untiled erode",
@@ -304,6 +348,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     # 4x4 tiles of 2048² with the default margin (the map's side / 8: 256)
     "seams2048x4": dict(src="/tmp/w/g2048.npy", cell=3.75, tiles=[4], seams=True,
                         untiled=False, picture="docs/tiles_seamless_2048x4.png"),
+    # the same run against plain erode, and erode against itself with another seed:
+    # what the tile cut costs beside what the pipeline's other particles cost (the
+    # bench world of bench_resolution at 2048², 3.75 m cells)
+    "seams2048x4e": dict(bench_world=2048, tiles=[4], seams=True, other_seed=2),
+    # the bench world generated at 4096² (1.875 m cells, 7.68 km), 4x4 tiles with the
+    # default margin (512), against one tile, its picture
+    "seams4096x4": dict(bench_world=4096, tiles=[4], seams=True, untiled=False,
+                        picture="docs/tiles_seamless_4096x4.png"),
     # 1024² generated uplands of 30 m cells, 800k particles, 4x4 (margin 64)
     "seams1024x4": dict(size=1024, tiles=[4], particles=800_000, seams=True,
                         untiled=False, margin=64),
@@ -335,12 +387,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the world on one tile: Δh r and the steps across borders")
     ap.add_argument("--picture", default="", help="with --seams: the seam picture (PNG)")
     ap.add_argument("--scratch", default="", help="folder for the stores (a temp dir in it)")
+    ap.add_argument("--other-seed", type=int, default=0,
+                    help="also erode with this seed: how closely two plain runs agree")
+    ap.add_argument("--keep", default="",
+                    help="write the stores and results in this folder and keep them")
     ap.add_argument("--scenario", choices=sorted(SCENARIOS),
                     help="one of the runs docs/tiles.md reports")
     args = ap.parse_args(argv)
     if args.scenario:
         kw = dict(SCENARIOS[args.scenario])
         kw.setdefault("scratch", args.scratch)
+        kw.setdefault("keep", args.keep)
+        if "bench_world" in kw:
+            from benchmarks import bench_resolution
+            n = kw.pop("bench_world")
+            kw["src"], kw["cell"] = str(bench_resolution.world(n)), bench_resolution.cell_size(n)
         if "mirror" in kw:
             src, k = kw.pop("mirror")
             kw["src"] = mirrored_world(src, k, str(Path(args.scratch or tempfile.gettempdir())
@@ -350,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(args.size, [int(t) for t in args.tiles.split(",")], args.workers,
                        not args.no_untiled, args.particles, args.seams, args.margin,
                        args.input, args.cell_size, args.preset, args.coarse, args.picture,
-                       args.scratch)
+                       args.scratch, args.other_seed, args.keep)
     for row in rows:
         print(json.dumps(row))
     return 0
