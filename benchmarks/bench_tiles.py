@@ -138,23 +138,29 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     return out
 
 
-def _change(src: str, result: str):
-    """The height change (world units) of ``erode``'s .npz or a tiled store from the
-    .npy world ``src``."""
-    from simcore import tiles
-    from simcore.formats.states import load_heights, load_state
-    t = load_state(result)[0] if result.endswith(".npz") else tiles.load_world(result)[0]
-    return t.world_height() - load_heights(src)
+def _heights(result: str):
+    """The heights (world units) of ``erode``'s .npz state or a tiled store: that
+    array only."""
+    import numpy as np
+    if result.endswith(".npz"):
+        with np.load(result) as z:
+            return z["height"]
+    import zarr
+    return zarr.open_group(result, mode="r")["height"][...]
 
 
 def change_fit(src: str, a: str, b: str) -> dict:
-    """Δh r and mean |difference| (world units) of two results of the same world
-    (``erode`` .npz or tiled stores)."""
+    """Δh r and mean |difference| (world units) of two results of the same .npy world
+    ``src`` (``erode`` .npz or tiled stores), and the mean |Δh| of each (``a``, ``b``)."""
     import numpy as np
-    da, db = _change(src, a), _change(src, b)
+
+    from simcore.formats.states import load_heights
+    h0 = load_heights(src)
+    da, db = _heights(a) - h0, _heights(b) - h0
     return {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
             "mean_abs_diff": float(np.abs(db - da).mean()),
-            "mean_abs_dh": [float(np.abs(da).mean()), float(np.abs(db).mean())]}
+            "mean_abs_dh": {"first": float(np.abs(da).mean()),
+                            "second": float(np.abs(db).mean())}}
 
 
 def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> None:
@@ -260,9 +266,13 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
     one-tile and tiled runs to it), and with ``other_seed`` ``erode`` again with that
     seed: how closely two plain runs agree. ``keep``: write the stores and results
     there and keep them (else a temporary folder)."""
+    if other_seed and not untiled:
+        raise ValueError("--other-seed needs the untiled run (drop --no-untiled)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     rows = []
+    src = str(Path(src).resolve()) if src else src  # the children run in ROOT
     if keep:
+        keep = str(Path(keep).resolve())
         Path(keep).mkdir(parents=True, exist_ok=True)
     with (contextlib.nullcontext(keep) if keep else
           tempfile.TemporaryDirectory(prefix="te-bench-tiles-", dir=scratch or None)) as tmp:
@@ -295,8 +305,9 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             rows.append({"name": f"seams {size}^2 {n}x{n} vs one tile", **fig})
         if untiled:
             t0 = time.perf_counter()
+            erode_npz = str(folder / "e.npz")
             args = ["erode", "--input", str(src), "--cell-size", str(cell), "--output",
-                    str(folder / "e.npz"), "--quiet", "--preset", preset]
+                    erode_npz, "--quiet", "--preset", preset]
             if particles:
                 args += ["--particles", str(particles)]
             done = subprocess.run([sys.executable, "-c", ERODE_CHILD, json.dumps(args)],
@@ -305,24 +316,27 @@ def measure(size: int, tiles: list[int], workers: int = 2, untiled: bool = True,
             rows.append({"name": f"untiled {size}^2 (erode, one process)",
                          "seconds": round(time.perf_counter() - t0, 1),
                          "peak_MB": round(int(done.stdout.split()[-1]) / 2**20)})
-            erode_npz = str(folder / "e.npz")
             if seams:  # what the tiles cost against what the pipeline itself does
                 rows.append({"name": f"one tile {size}^2 vs untiled erode",
-                             **change_fit(src, erode_npz, store + ".1")})
+                             **change_fit(src, store + ".1", erode_npz)})
                 for n in tiles:
                     rows.append({"name": f"tiled {size}^2 {n}x{n} vs untiled erode",
-                                 **change_fit(src, erode_npz, store + f".{n}")})
+                                 **change_fit(src, store + f".{n}", erode_npz)})
             if other_seed:
                 other = str(folder / f"e_seed{other_seed}.npz")
                 again = [other if a == erode_npz else a for a in args]
-                subprocess.run([sys.executable, "-c", ERODE_CHILD,
-                                json.dumps(again + ["--seed", str(other_seed)])],
-                               cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+                t0 = time.perf_counter()
+                done = subprocess.run([sys.executable, "-c", ERODE_CHILD,
+                                       json.dumps(again + ["--seed", str(other_seed)])],
+                                      cwd=ROOT, env=env, check=True, capture_output=True,
+                                      text=True)
                 rows.append({"name": f"untiled erode {size}^2, seed {other_seed} vs the "
-                             "preset's seed", **change_fit(src, erode_npz, other)})
+                             "preset's seed", "seconds": round(time.perf_counter() - t0, 1),
+                             "peak_MB": round(int(done.stdout.split()[-1]) / 2**20),
+                             **change_fit(src, other, erode_npz)})
             if not seams:  # the tiled results against this one
                 for n in tiles:
-                    fig = seam_figures(src, str(folder / "e.npz"), store + f".{n}")
+                    fig = seam_figures(src, erode_npz, store + f".{n}")
                     for b in fig["borders"]:
                         b["untiled"] = b.pop("one_tile")
                     rows.append({"name": f"seams {size}^2 {n}x{n} vs untiled erode",
@@ -388,7 +402,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--picture", default="", help="with --seams: the seam picture (PNG)")
     ap.add_argument("--scratch", default="", help="folder for the stores (a temp dir in it)")
     ap.add_argument("--other-seed", type=int, default=0,
-                    help="also erode with this seed: how closely two plain runs agree")
+                    help="also erode with this seed (1 or more; 0: not): how closely two "
+                    "plain runs agree")
     ap.add_argument("--keep", default="",
                     help="write the stores and results in this folder and keep them")
     ap.add_argument("--scenario", choices=sorted(SCENARIOS),
@@ -398,10 +413,13 @@ def main(argv: list[str] | None = None) -> int:
         kw = dict(SCENARIOS[args.scenario])
         kw.setdefault("scratch", args.scratch)
         kw.setdefault("keep", args.keep)
+        kw.setdefault("other_seed", args.other_seed)
         if "bench_world" in kw:
             from benchmarks import bench_resolution
             n = kw.pop("bench_world")
-            kw["src"], kw["cell"] = str(bench_resolution.world(n)), bench_resolution.cell_size(n)
+            with contextlib.redirect_stdout(sys.stderr):  # stdout: JSON lines only
+                kw["src"] = str(bench_resolution.world(n))
+            kw["cell"] = bench_resolution.cell_size(n)
         if "mirror" in kw:
             src, k = kw.pop("mirror")
             kw["src"] = mirrored_world(src, k, str(Path(args.scratch or tempfile.gettempdir())

@@ -346,13 +346,23 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
     def allocate(n):
         return np.ones(n).sum()
 
+    def traced_peak(run):
+        """Bytes ``run()`` allocated at its peak, as tracemalloc saw them (started here,
+        or already tracing: then only this call's rise counts, and it stays on)."""
+        started = not tracemalloc.is_tracing()
+        if started:
+            tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            out = run()
+            return tracemalloc.get_traced_memory()[1] - base, out
+        finally:
+            if started:
+                tracemalloc.stop()
+
     allocate(1)
-    tracemalloc.start()
-    try:
-        allocate(1 << 20)
-        assert tracemalloc.get_traced_memory()[1] >= 8 << 20
-    finally:
-        tracemalloc.stop()
+    assert traced_peak(lambda: allocate(1 << 20))[0] >= 8 << 20
     from simcore.simulation import rain_share
     big = np.kron(world, np.ones((4, 4))) + np.random.default_rng(0).uniform(
         0.0, 1.0, (4 * SIZE, 4 * SIZE))
@@ -364,16 +374,11 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
     plan = tiles.make_plan(source.shape, (8, 8), None)
     p = find_preset("default").with_overrides({"particles": 4096})
     store = str(tmp_path / "w.zarr")
-    tracemalloc.start()
-    try:
-        attrs = tiles.prepare_store(store, source, p, plan, 2, 8, rain_share(source))  # type: ignore[arg-type]
-        client_peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.reset_peak()
-        assert list(attrs["global"]) == ["hydrology"]
-        tiles.run_global(store, {n: p.params[n] for n in attrs["global"]}, 1, 2, 8)
-        global_peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    client_peak, attrs = traced_peak(lambda: tiles.prepare_store(
+        store, source, p, plan, 2, 8, rain_share(source)))  # type: ignore[arg-type]
+    assert list(attrs["global"]) == ["hydrology"]
+    global_peak, _ = traced_peak(lambda: tiles.run_global(
+        store, {n: p.params[n] for n in attrs["global"]}, 1, 2, 8))
     assert client_peak < one_array / 2, (client_peak, one_array)
     # the coarse terrain (14 arrays of 128²) and hydrology's work arrays on it
     assert global_peak < one_array, (global_peak, one_array)
