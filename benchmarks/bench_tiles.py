@@ -90,6 +90,34 @@ ERODE_CHILD = (
     "sys.exit(code)\n")
 
 
+def _heights(result: str):
+    """The heights (world units) of ``erode``'s .npz state or a tiled store: that
+    array only."""
+    import numpy as np
+    if result.endswith(".npz"):
+        with np.load(result) as z:
+            return z["height"]
+    import zarr
+    return zarr.open_group(result, mode="r")["height"][...]
+
+
+def _fit(da, db) -> dict:
+    """Δh r, mean |difference| and each mean |Δh| of two height changes (world units)."""
+    import numpy as np
+    return {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
+            "mean_abs_diff": float(np.abs(db - da).mean()),
+            "mean_abs_dh": {"first": float(np.abs(da).mean()),
+                            "second": float(np.abs(db).mean())}}
+
+
+def change_fit(src: str, a: str, b: str) -> dict:
+    """:func:`_fit` of two results of the same .npy world ``src`` (``erode`` .npz or
+    tiled stores): ``a`` first, ``b`` second."""
+    from simcore.formats.states import load_heights
+    h0 = load_heights(src)
+    return _fit(_heights(a) - h0, _heights(b) - h0)
+
+
 def seam_figures(src: str, one: str, tiled: str) -> dict:
     """Δh r of a tiled store against the one-tile store (or ``erode``'s .npz) of the
     same world, and the
@@ -97,25 +125,22 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     beside it; the same lines of the one-tile run beside them) against the interior's
     p99 and max (world units): the figures tests/test_tiles.py asserts on."""
     import numpy as np
+    import zarr
 
     from simcore import tiles
-    from simcore.formats.states import load_heights, load_state
-    h0 = load_heights(src)
-    a, _ = load_state(one) if one.endswith(".npz") else tiles.load_world(one)
-    b, attrs = tiles.load_world(tiled)
-    cell = attrs["cell_size"]
-    da, db = a.world_height() - h0, b.world_height() - h0
+    from simcore.formats.states import load_heights
+    attrs = dict(zarr.open_group(tiled, mode="r").attrs)
+    h0, ha, hb = load_heights(src), _heights(one), _heights(tiled)
     plan = tiles.Plan(tuple(attrs["shape"]), tuple(attrs["tiles"]), tuple(attrs["core"]), 0)
-    out: dict = {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
-                 "mean_abs_dh": float(np.abs(db).mean()),
-                 "mean_abs_dh_one_tile": float(np.abs(da).mean()),
-                 "mean_abs_diff": float(np.abs(db - da).mean()), "borders": []}
+    fit = _fit(ha - h0, hb - h0)
+    out: dict = {"dh_r": fit["dh_r"], "mean_abs_dh": fit["mean_abs_dh"]["second"],
+                 "mean_abs_dh_one_tile": fit["mean_abs_dh"]["first"],
+                 "mean_abs_diff": fit["mean_abs_diff"], "borders": []}
     cols = [e - 1 for _, e in plan.cores(1)[:-1]]
     rows = [e - 1 for _, e in plan.cores(0)[:-1]]
     lines = [("col", 1, c) for c in cols] + [("row", 0, r) for r in rows]
     figs: dict = {}
-    for name, t in (("tiled", b), ("one_tile", a)):
-        h = t.height() * cell
+    for name, h in (("tiled", hb), ("one_tile", ha)):
         dx, dy = np.abs(np.diff(h, axis=1)), np.abs(np.diff(h, axis=0))
         inside = np.concatenate([np.delete(dx, cols, axis=1).ravel(),
                                  np.delete(dy, rows, axis=0).ravel()])
@@ -136,31 +161,6 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     out["passes_test"] = all(f["p95"] <= p99 and f["max"] <= top
                              and f["mean"] <= 1.25 * f["beside_mean"] for f in figs["tiled"])
     return out
-
-
-def _heights(result: str):
-    """The heights (world units) of ``erode``'s .npz state or a tiled store: that
-    array only."""
-    import numpy as np
-    if result.endswith(".npz"):
-        with np.load(result) as z:
-            return z["height"]
-    import zarr
-    return zarr.open_group(result, mode="r")["height"][...]
-
-
-def change_fit(src: str, a: str, b: str) -> dict:
-    """Δh r and mean |difference| (world units) of two results of the same .npy world
-    ``src`` (``erode`` .npz or tiled stores), and the mean |Δh| of each (``a``, ``b``)."""
-    import numpy as np
-
-    from simcore.formats.states import load_heights
-    h0 = load_heights(src)
-    da, db = _heights(a) - h0, _heights(b) - h0
-    return {"dh_r": float(np.corrcoef(da.ravel(), db.ravel())[0, 1]),
-            "mean_abs_diff": float(np.abs(db - da).mean()),
-            "mean_abs_dh": {"first": float(np.abs(da).mean()),
-                            "second": float(np.abs(db).mean())}}
 
 
 def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> None:
