@@ -164,18 +164,22 @@ def test_same_seed_is_bit_identical_and_other_seed_differs(hills):
     assert not np.array_equal(a.bedrock, c.bedrock)
 
 
-@pytest.mark.parametrize("world", ["fractal", "upland"])
+@pytest.mark.parametrize("world", ["fractal", "upland", "upland_fine"])
 def test_thread_count_does_not_change_the_result(world):
     """Every array and the outflow, bit for bit. The upland case (8 strips, one batch)
-    caught ``lost.sum()`` becoming a threaded reduction in the parallel kernel."""
+    caught ``lost.sum()`` becoming a threaded reduction in the parallel kernel; on
+    3.75 m cells the default brush is at its 8-cell cap and the capacity reads the
+    slope 8 cells ahead, the farthest a step reads."""
     from simcore.formats.presets import find_preset
     from simcore.noise import fractal_terrain, upland_terrain
     if world == "fractal":
         h, cell, n = fractal_terrain(160, seed=2), 1.0, 8192  # 5 strips: parallel phases
         params = DropletParams(batch=4096)
     else:
-        h, cell, n = upland_terrain(256, seed=3), 30.0, 2048
+        cell = 30.0 if world == "upland" else 3.75
+        h, n = upland_terrain(256, seed=3, cell_size=cell), 2048
         params = find_preset("default").params["droplets"]
+        assert params.slope_cells(cell) == (1.0 if world == "upland" else 8.0)
     results = []
     old = parallel.threads()
     try:
@@ -230,6 +234,35 @@ def test_parameters_are_world_units(k):
     a = DropletParams().kernel((50, 60), 1.0)
     assert (a.Kq, a.Kw, a.Kr, a.Kd, a.Ki, a.min_slope) == (10.0, 0.001, 0.9, 0.02, 0.1, 0.05)
     assert (a.Kg, a.radius, a.max_steps) == (40.0, 2.0, 240)
+
+
+@given(brush=st.floats(0.0, 1000.0), cell=st.floats(0.01, 1000.0),
+       nudge=st.floats(-1e-6, 1e-6))
+def test_the_capacity_reads_the_slope_over_the_brush_radius(brush, cell, nudge):
+    """The run of the capacity's slope: one step while the brush is 2 cells or less (the
+    article at a cell size of 1, the default 45 m brush on 30 m cells), the brush
+    radius (a world length) from 3 cells, never beyond the brush (the strips' reach),
+    and no jump as the cell size changes."""
+    p = DropletParams(brush_radius=brush)
+    run = p.slope_cells(cell)
+    brush_cells = p.brush_cells(cell)
+    assert 1.0 <= run <= brush_cells
+    if brush_cells <= 2.0:
+        assert run == 1.0
+    if brush_cells >= 3.0:
+        assert run == brush_cells
+    near = p.slope_cells(cell * (1.0 + nudge))
+    assert abs(near - run) <= 2.0 * abs(brush_cells - p.brush_cells(cell * (1.0 + nudge)))
+    assert p.kernel((50, 60), cell).slope_run == run
+
+
+def test_the_default_brush_reads_the_slope_over_45_m():
+    p = DropletParams(brush_radius=45.0)
+    assert DropletParams().kernel((50, 60), 1.0).slope_run == 1.0  # the article
+    assert p.slope_cells(30.0) == 1.0  # the shipped presets' scale: unchanged
+    assert p.slope_cells(15.0) * 15.0 == pytest.approx(45.0)
+    assert p.slope_cells(7.5) * 7.5 == pytest.approx(45.0)
+    assert p.slope_cells(3.75) == 8.0  # with the brush at its 8-cell cap: 30 m
 
 
 def test_same_world_at_two_resolutions_erodes_alike():

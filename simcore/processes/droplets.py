@@ -15,7 +15,9 @@ i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step ap
 ``1 - (1 - K)^cell_size`` of them (evaporation Kw, erosion Kr, deposition Kd, inertia
 Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world height
 drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
-volume, so in the grid's cell units it is divided by ``cell_size^3``. The brush radius is
+volume, so in the grid's cell units it is divided by ``cell_size^3``; its slope is read
+over the brush radius ahead (a world length) where the brush is 3 cells or wider, over
+one step (the article) where it is 2 or less (``slope_cells``). The brush radius is
 a world length (1 to ``MAX_BRUSH_CELLS`` cells), and a droplet lays its excess load
 down over a tent half that wide, and at least a cell (the article: always the 4 cells
 around it, which on fine grids stacked the load into towers a cell wide). A step digs
@@ -80,6 +82,7 @@ class Kernel(NamedTuple):
     max_steps: int  # steps before a droplet lays its load down
     dig_area: float  # a step digs at most the drop × this area (cells)
     deposit_reach: float  # half-width of the deposit's tent, cells (>= 1)
+    slope_run: float  # run of the capacity's slope, cells (>= 1; 1 = one step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +131,15 @@ class DropletParams(Params):
         deposit)."""
         return min(max(DEPOSIT_SHARE * self.brush_radius / cell_size, 1.0), MAX_BRUSH_CELLS)
 
+    def slope_cells(self, cell_size: float = 1.0) -> float:
+        """Run (cells) over which the capacity reads the slope ahead: the brush radius, a
+        world length, where the brush is 3 cells or wider; one step where it is 2 cells
+        or less (the article; 30 m cells with a 45 m brush); a straight blend between,
+        so that it changes smoothly with the cell size. Within the brush's reach, so
+        strips stay apart (``strip_margin``)."""
+        brush = self.brush_cells(cell_size)
+        return min(brush, max(1.0, 2.0 * brush - 3.0))
+
     def kernel(self, shape: tuple[int, int], cell_size: float = 1.0) -> Kernel:
         """Per-step kernel constants in cell units for a grid of ``cell_size``."""
         c = float(cell_size)
@@ -140,7 +152,8 @@ class DropletParams(Params):
                       min_slope=float(self.min_slope), Kg=float(2.0 * self.gravity * c),
                       radius=float(self.brush_cells(c)), max_steps=int(self.max_steps(shape)),
                       dig_area=float(DIG_SHARE * self.brush_area(c)),
-                      deposit_reach=float(self.deposit_cells(c)))
+                      deposit_reach=float(self.deposit_cells(c)),
+                      slope_run=float(self.slope_cells(c)))
 
 
 def strip_margin(brush_radius: float) -> int:
@@ -220,6 +233,7 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
     Kq, Kw, Kr, Kd, Ki, min_slope = p.Kq, p.Kw, p.Kr, p.Kd, p.Ki, p.min_slope
     Kg, radius, max_steps, dig_area = p.Kg, p.radius, p.max_steps, p.dig_area
     reach = p.deposit_reach
+    run = p.slope_run
     # a brush's volume changes the ground under the droplet by about volume / area
     inv_area = DIG_SHARE / dig_area
     ucols = np.uint64(cols)
@@ -288,7 +302,21 @@ def _droplet_segment(d, lo, hi, state, rng, steps, p, rows, cols, height, bedroc
             h += ds
             s -= ds
         dh = h - nh
-        q = max(dh, min_slope) * v * w * Kq
+        slope = dh
+        if run > 1.0:  # the slope over ``run`` cells ahead (one step off the map)
+            fxp = xp + dx * run
+            fyp = yp + dy * run
+            if fxp >= 0.0 and fyp >= 0.0 and fxp < cols - 1 and fyp < rows - 1:
+                fxi = int(fxp)
+                fyi = int(fyp)
+                ffx = fxp - fxi
+                ffy = fyp - fyi
+                fk = np.uint64(fyi * cols + fxi)
+                fh = ((height[fk] * (1 - ffx) + height[fk + one] * ffx) * (1 - ffy)
+                      + (height[fk + ucols] * (1 - ffx) + height[fk + ucols + one] * ffx)
+                      * ffy)
+                slope = (h - fh) / run
+        q = max(slope, min_slope) * v * w * Kq
         ds = s - q
         if ds >= 0.0:
             ds *= Kd
