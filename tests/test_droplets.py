@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 from conftest import local_minima
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -185,7 +185,7 @@ def test_thread_count_does_not_change_the_result(world):
     try:
         for threads in (1, parallel.most_threads()):
             parallel.set_threads(threads)
-            t = Terrain.from_heights(h, cell, world_units=world == "upland")
+            t = Terrain.from_heights(h, cell, world_units=world != "fractal")
             for first in range(0, n, params.batch):
                 run_batch(t, params, 1, first, min(params.batch, n - first))
             results.append(t)
@@ -238,15 +238,22 @@ def test_parameters_are_world_units(k):
 
 @given(brush=st.floats(0.0, 1000.0), cell=st.floats(0.01, 1000.0),
        nudge=st.floats(-1e-6, 1e-6))
+@example(brush=2.0, cell=1.0, nudge=1e-7)
+@example(brush=2.5, cell=1.0, nudge=-1e-7)
+@example(brush=3.0, cell=1.0, nudge=-1e-7)
+@example(brush=3.0, cell=1.0, nudge=1e-7)
 def test_the_capacity_reads_the_slope_over_the_brush_radius(brush, cell, nudge):
     """The run of the capacity's slope: one step while the brush is 2 cells or less (the
     article at a cell size of 1, the default 45 m brush on 30 m cells), the brush
-    radius (a world length) from 3 cells, never beyond the brush (the strips' reach),
-    and no jump as the cell size changes."""
+    radius from 3 cells, never beyond the brush (a step then reads no row beyond the
+    brush's reach, from which the strips' margin is made: ``strip_margin``), and no
+    jump as the cell size changes."""
     p = DropletParams(brush_radius=brush)
     run = p.slope_cells(cell)
     brush_cells = p.brush_cells(cell)
     assert 1.0 <= run <= brush_cells
+    if brush_cells == 2.5:
+        assert run == 2.0  # half-way in the blend
     if brush_cells <= 2.0:
         assert run == 1.0
     if brush_cells >= 3.0:
@@ -257,12 +264,29 @@ def test_the_capacity_reads_the_slope_over_the_brush_radius(brush, cell, nudge):
 
 
 def test_the_default_brush_reads_the_slope_over_45_m():
-    p = DropletParams(brush_radius=45.0)
+    """The default preset's 45 m brush: one step on 30 m cells (as before), 45 m on 15
+    and 7.5 m cells, 30 m (its 8-cell cap) on 3.75 m cells; there the run changes
+    where the droplets dig, on 30 m cells nothing."""
+    from simcore.formats.presets import find_preset
+    from simcore.noise import upland_terrain
+    from simcore.processes import droplets as D
+    p = find_preset("default").params["droplets"]
+    assert p.brush_radius == 45.0
     assert DropletParams().kernel((50, 60), 1.0).slope_run == 1.0  # the article
-    assert p.slope_cells(30.0) == 1.0  # the shipped presets' scale: unchanged
+    assert p.slope_cells(30.0) == 1.0
     assert p.slope_cells(15.0) * 15.0 == pytest.approx(45.0)
     assert p.slope_cells(7.5) * 7.5 == pytest.approx(45.0)
-    assert p.slope_cells(3.75) == 8.0  # with the brush at its 8-cell cap: 30 m
+    assert p.slope_cells(3.75) == 8.0
+    for cell in (30.0, 3.75):
+        out = []
+        for run in (None, 1.0):
+            t = Terrain.from_heights(upland_terrain(96, seed=5, cell_size=cell), cell)
+            k = p.kernel(t.shape, cell)
+            k = k if run is None else k._replace(slope_run=run)
+            D._run_batch(2, 0, 256, k, np.empty(0), D.strip_margin(k.radius), t.height(),
+                         t.bedrock, t.sediment, t.eroded, t.deposited, t.erodibility, 1)
+            out.append(t.bedrock)
+        assert np.array_equal(*out) == (cell == 30.0)
 
 
 def test_same_world_at_two_resolutions_erodes_alike():

@@ -28,7 +28,7 @@
 typedef struct { /* simcore.hydraulic.Kernel, in that order */
     double Kq, Kw, Kr, Kd, Ki, min_slope, Kg, radius;
     int64_t max_steps;
-    double dig_area, deposit_reach;
+    double dig_area, deposit_reach, slope_run;
 } Kernel;
 
 typedef struct {
@@ -188,7 +188,7 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
     const int64_t cols = g->cols, rows = g->rows;
     const double Kq = p->Kq, Kw = p->Kw, Kr = p->Kr, Kd = p->Kd, Ki = p->Ki;
     const double min_slope = p->min_slope, Kg = p->Kg, radius = p->radius;
-    const double reach = p->deposit_reach;
+    const double reach = p->deposit_reach, run = p->slope_run;
     const double dig_area = p->dig_area;
     const double inv_area = 0.99 / dig_area;
     const int64_t max_steps = p->max_steps;
@@ -248,7 +248,20 @@ static int64_t segment(const Grid *g, const Kernel *p, Droplet *d, uint64_t *rng
             s -= ds;
         }
         double dh = h - nh;
-        double q = fmax_(dh, min_slope) * v * w * Kq;
+        double slope = dh;
+        if (run > 1.0) { /* the slope over run cells ahead (one step off the map) */
+            double fxp = xp + dx * run, fyp = yp + dy * run;
+            if (fxp >= 0.0 && fyp >= 0.0 && fxp < cols - 1 && fyp < rows - 1) {
+                int64_t fxi = (int64_t)fxp, fyi = (int64_t)fyp;
+                double ffx = fxp - fxi, ffy = fyp - fyi;
+                int64_t fk = fyi * cols + fxi;
+                double fh = (height[fk] * (1 - ffx) + height[fk + 1] * ffx) * (1 - ffy) +
+                            (height[fk + cols] * (1 - ffx) + height[fk + cols + 1] * ffx) *
+                                ffy;
+                slope = (h - fh) / run;
+            }
+        }
+        double q = fmax_(slope, min_slope) * v * w * Kq;
         double ds = s - q;
         if (ds >= 0.0) {
             ds *= Kd;

@@ -33,7 +33,7 @@ class _Kernel(ctypes.Structure):
     _fields_ = [(name, ctypes.c_double) for name in
                 ("Kq", "Kw", "Kr", "Kd", "Ki", "min_slope", "Kg", "radius")] + [
         ("max_steps", ctypes.c_int64), ("dig_area", ctypes.c_double),
-        ("deposit_reach", ctypes.c_double)]
+        ("deposit_reach", ctypes.c_double), ("slope_run", ctypes.c_double)]
 
 
 def port_available() -> bool:

@@ -16,8 +16,9 @@ i.e. ``cell_size`` world units. Rates are per world unit travelled, so a step ap
 Ki keeps ``Ki^cell_size`` of the old direction). The speed grows with the world height
 drop (``v^2 += 2 g dh``). The capacity ``Kq * max(slope, min_slope) * v * w`` is a world
 volume, so in the grid's cell units it is divided by ``cell_size^3``; its slope is read
-over the brush radius ahead (a world length) where the brush is 3 cells or wider, over
-one step (the article) where it is 2 or less (``slope_cells``). The brush radius is
+over the brush radius ahead (a world length up to the 8-cell cap) where the brush is 3
+cells or wider, over one step (the article) where it is 2 or less, blended between
+(``slope_cells``), and over one step where that point is off the map. The brush radius is
 a world length (1 to ``MAX_BRUSH_CELLS`` cells), and a droplet lays its excess load
 down over a tent half that wide, and at least a cell (the article: always the 4 cells
 around it, which on fine grids stacked the load into towers a cell wide). A step digs
