@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import parallel
+from . import parallel, scratch
 from .kernels import book_change, book_change_under_water, copy_span, hold_protected, rain_cdf
 from .params import ParameterError, Params
 from .processes import FIELDS, PROCESSES
@@ -124,6 +124,8 @@ class Simulation:
         #: total_material() + outflow - protect_held - (source records' growth, uplift)
         #: == the starting total
         self.protect_held = 0.0
+        #: what processes keep from one batch to the next (simcore.scratch)
+        self._scratch: dict[str, Any] = {}
 
     def _fixed_rounds(self) -> int:
         """Rounds the processes with a fixed amount of work need in all (Process.passes:
@@ -166,7 +168,12 @@ class Simulation:
                         self.steps, self.seconds)
 
     def run_round(self) -> None:
-        """One batch of every enabled process."""
+        """One batch of every enabled process (each may keep its scratch grids for the
+        next round: :mod:`simcore.scratch`)."""
+        with scratch.keeping(self._scratch):
+            self._run_round()
+
+    def _run_round(self) -> None:
         r = self.rounds_done
         height, before = self._height.reshape(-1), self._before.reshape(-1)
         spans = parallel.bands(height.size)  # elementwise: the same on any thread count

@@ -74,13 +74,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import parallel
+from .. import parallel, scratch
 from ..kernels import apply_change, copy_span, exchange, heap_pop, heap_push, put_at, transfer
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
 
 STREAM_ID = 4  # reserved RNG stream; the passes need no random numbers
+PROCESS_NAME = "thermal"
 
 _SQRT2 = math.sqrt(2.0)
 #: the relaxation ends after a sweep that moved no more than this anywhere (cell units)
@@ -661,7 +662,7 @@ class _Level:
         starts[0] = 0
         self.starts = starts
         self.lists = [np.empty(self.edges[-1] * cols + 2 * len(starts) * cols,
-                               dtype=np.int64) for _ in range(2)]
+                               dtype=np.int32) for _ in range(2)]  # MAX_CELLS < 2**31
         self.counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this one]
         self.moved = np.zeros(height.shape, dtype=np.uint8)
         self.queued = np.zeros(height.shape, dtype=np.uint16)  # sweep marks (next_stamp)
@@ -676,6 +677,18 @@ class _Level:
             shape = (rows // 2, cols // 2)
             self.before = (np.empty(shape), np.empty(shape))  # coarse bedrock, height
             self.coarse = _Level(*(np.zeros(shape) for _ in range(6)))
+
+    def rebind(self, height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
+               eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray) -> None:
+        """Relax these arrays (of this grid's shape) from now on: a kept grid's next
+        batch. No level carries a sweep's lists over (``moved`` is clear after every
+        sweep; the coarse grids are filled anew before they relax)."""
+        self.height, self.bedrock, self.sediment = height, bedrock, sediment
+        self.eroded, self.deposited, self.erodibility = eroded, deposited, erodibility
+        level: _Level | None = self
+        while level is not None:
+            level.counts[...] = 0
+            level = level.coarse
 
     def next_stamp(self) -> int:
         self.stamp += 2  # a sweep marks ``stamp`` (queued) and ``stamp + 1`` (resting)
@@ -761,13 +774,42 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
     if height is None:
         height = terrain.height()
     k = _kernel_params(params, terrain.cell_size)
+    t = terrain
+    key = (height.shape, parallel.threads(), k.creep > 0.0)
+    work = scratch.take(PROCESS_NAME, key)
+    if work is None:
+        work = _Scratch(height, t, k.creep > 0.0)
+    else:
+        work.grid.rebind(height, t.bedrock, t.sediment, t.eroded, t.deposited,
+                         t.erodibility)
+    sweeps = _run_passes(k, params, t, height, work, count)
+    scratch.give(PROCESS_NAME, key, work)  # not after an error: it may be half-written
+    return sweeps * height.size
+
+
+class _Scratch:
+    """What a batch of passes works in, kept for the next batch while a simulation
+    runs (:mod:`simcore.scratch`): the sweep's and the creep's scratch grids and the
+    relaxation's levels. Every grid is written before it is read."""
+
+    def __init__(self, height: np.ndarray, t: Terrain, creep: bool) -> None:
+        rows, cols = height.shape
+        self.talus_share = np.empty_like(height)
+        self.new_height = np.empty_like(height)
+        self.row_excess = np.zeros(rows)
+        # the column solve's scratch: the talus shares, whose sweep has ended by then
+        self.columns = (self.talus_share, np.empty(cols)) if creep else None
+        self.grid = _Level(height, t.bedrock, t.sediment, t.eroded, t.deposited,
+                           t.erodibility)
+
+
+def _run_passes(k: Kernel, params: ThermalParams, t: Terrain, height: np.ndarray,
+                work: _Scratch, count: int) -> int:
+    """``count`` passes (:func:`run_batch`) in ``work``; returns the sweeps done."""
     rows, cols = height.shape
-    talus_share = np.empty_like(height)
-    scratch = np.empty_like(height)
-    row_excess = np.zeros(rows)
+    talus_share, new_height, row_excess = work.talus_share, work.new_height, work.row_excess
     sweeps = 0
     row_bands = parallel.bands(rows)
-    t = terrain
 
     def copy(dst: np.ndarray, src: np.ndarray) -> None:
         """``dst[...] = src`` on the pooled threads (row bands of the flat grids)."""
@@ -783,37 +825,38 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
                                             t.eroded, t.deposited, t.erodibility,
                                             talus_share, row_excess))
         parallel.run(row_bands, lambda b: _receive(k, b[0], b[1], height, t.bedrock, t.sediment,
-                                               t.eroded, t.deposited, talus_share, scratch))
-        copy(height, scratch)
+                                               t.eroded, t.deposited, talus_share, new_height))
+        copy(height, new_height)
         return float(row_excess.max())
 
     col_bands = parallel.bands(cols)
-    col_scratch = (np.empty_like(height), np.empty(cols)) if k.creep > 0.0 else None
+    col_scratch = work.columns
 
     def creep() -> None:
         """Implicit creep, split by axis (Strang): half the step along the rows, the
-        whole along the columns, half along the rows; the terrain written once from
-        the change."""
+        whole along the columns, half along the rows, on ``new_height`` (right after
+        :func:`talus_sweep`, which leaves it equal to ``height``); the terrain written
+        once from the change."""
         assert col_scratch is not None
         cp, left = col_scratch
 
         def along_rows(c: float, b: tuple[int, int]) -> None:
-            _creep_rows(c, k.talus, b[0], b[1], scratch, t.erodibility)
+            _creep_rows(c, k.talus, b[0], b[1], new_height, t.erodibility)
 
         def along_columns(c: float, b: tuple[int, int]) -> None:
-            _creep_columns(c, k.talus, b[0], b[1], scratch, t.erodibility, cp, left)
+            _creep_columns(c, k.talus, b[0], b[1], new_height, t.erodibility, cp, left)
 
-        copy(scratch, height)
+        # ``new_height`` equals ``height`` here: the talus sweep just copied it over
         for rows_first, share in ((True, 0.5), (False, 1.0), (True, 0.5)):
             if rows_first:
                 parallel.run(row_bands, functools.partial(along_rows, share * k.creep))
             else:
                 parallel.run(col_bands, functools.partial(along_columns, share * k.creep))
-        parallel.run(row_bands, lambda b: _apply_change(b[0], b[1], scratch, height,
+        parallel.run(row_bands, lambda b: _apply_change(b[0], b[1], new_height, height,
                                                         t.bedrock, t.sediment, t.eroded,
                                                         t.deposited))
 
-    grid = _Level(height, t.bedrock, t.sediment, t.eroded, t.deposited, t.erodibility)
+    grid = work.grid
     for _ in range(count):
         excess = talus_sweep()
         sweeps += 1
@@ -824,7 +867,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
             excess = math.inf  # creep and new soil may rest too steep: always relax
         if excess > TOLERANCE:
             sweeps += grid.relax(k, params.relax_sweeps)
-    return sweeps * height.size
+    return sweeps
 
 
 def per_rain(params: ThermalParams, share: float) -> ThermalParams:
@@ -838,7 +881,7 @@ def per_rain(params: ThermalParams, share: float) -> ThermalParams:
 
 # last of the processes that move ground, so every round ends with bounded slopes
 PROCESS = Process(
-    "thermal", ThermalParams, run_batch, "Thermal erosion and hillslopes",
+    PROCESS_NAME, ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=52)
