@@ -386,3 +386,21 @@ def test_a_coarse_change_comes_back_without_new_highs_or_lows(lower, mid, upper,
     near = [mid] + ([] if edge == "first" else [lower]) + ([] if edge == "last" else [upper])
     for fine in (mid - slope / 4, mid + slope / 4):
         assert min(near) - 1e-9 <= fine <= max(near) + 1e-9
+
+
+@given(st.integers(1, 300), st.integers(1, 8))
+def test_sweep_tasks_that_may_run_together_never_touch_the_same_band(bands, threads):
+    """Each band is in one task; an odd task waits for exactly the even tasks holding
+    the bands next to its own, so any even task it may run beside is a band away."""
+    from simcore.processes.thermal import _sweep_tasks
+    tasks, needs, frees = _sweep_tasks(bands, threads)
+    assert sorted(int(b) for ids in tasks for b in ids) == list(range(bands))
+    for t, ids in enumerate(tasks):
+        assert len({int(b) % 2 for b in ids}) == 1, "one parity a task"
+        odd = int(ids[0]) % 2 == 1
+        waits = {e for e in range(len(tasks)) if t in frees[e]}
+        assert needs[t] == len(waits) and (needs[t] > 0) == odd
+        for e, other in enumerate(tasks):
+            if odd and int(other[0]) % 2 == 0:
+                near = any(abs(int(a) - int(b)) < 2 for a in ids for b in other)
+                assert near == (e in waits), (t, e)

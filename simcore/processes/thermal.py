@@ -35,7 +35,9 @@ way when it is too steep. One *pass* over the whole grid does:
    cells next to one that moved (:func:`_relax_band`); what a cell on a talus slope
    receives it passes on in the same sweep (it can hold nothing), each cell taken at
    most once a sweep. The grid is cut into bands of ``RELAX_BAND_ROWS`` rows; the even
-   bands relax together on the pooled threads, then the odd ones. The sweeps stop when
+   bands relax together on the pooled threads, and each odd one as soon as the even
+   bands on both sides of it have ended (the same result as all odd bands after all
+   even ones, without waiting for the slowest even band). The sweeps stop when
    one moves no more than ``TOLERANCE`` (cell units) anywhere, i.e. loose material
    rests at its talus angle and rock at its critical angle to within a fraction of a
    degree.
@@ -647,6 +649,30 @@ def relax_bands(rows: int) -> np.ndarray:
     return np.array([rows * b // bands for b in range(bands + 1)], dtype=np.int64)
 
 
+def _sweep_tasks(count_bands: int, threads: int
+                 ) -> tuple[list[np.ndarray], list[int], list[list[int]]]:
+    """The tasks of a relaxation sweep over ``count_bands`` bands: runs of neighbouring
+    bands of one parity, a few per thread (``tasks``: band ids). An even task needs
+    nothing (``needs``: 0); an odd one the even tasks holding the bands on both sides
+    of its own (``needs``: how many; ``frees[t]``: the odd tasks waiting for task t).
+    Two bands of a parity are a band apart and an odd band starts only after the even
+    bands next to it have ended, so no two tasks that run together touch the same cell
+    and each band sees what it would see with all even bands before all odd ones."""
+    runs = [[ids for ids in np.array_split(np.arange(p, count_bands, 2), 2 * threads)
+             if ids.size] for p in (0, 1)]
+    tasks = runs[0] + runs[1]
+    holder = {int(b): t for t, ids in enumerate(runs[0]) for b in ids}
+    needs = [0] * len(tasks)
+    frees: list[list[int]] = [[] for _ in tasks]
+    for t in range(len(runs[0]), len(tasks)):
+        sides = {holder[int(b) + d] for b in tasks[t] for d in (-1, 1)
+                 if 0 <= int(b) + d < count_bands}
+        needs[t] = len(sides)
+        for e in sorted(sides):
+            frees[e].append(t)
+    return tasks, needs, frees
+
+
 class _Level:
     """One grid of the relaxation: its arrays (the terrain's, or a coarsened copy's)
     and the bookkeeping of its sweeps (bands, lists of moved cells, stamps)."""
@@ -667,11 +693,7 @@ class _Level:
         self.moved = np.zeros(height.shape, dtype=np.uint8)
         self.queued = np.zeros(height.shape, dtype=np.uint16)  # sweep marks (next_stamp)
         self.stamp = 0
-        count_bands = len(starts)
-        # the bands of each parity, in a few runs of neighbours per thread
-        self.parities = [[ids for ids in np.array_split(np.arange(p, count_bands, 2),
-                                                        2 * parallel.threads()) if ids.size]
-                         for p in (0, 1)]
+        self.tasks, self.needs, self.frees = _sweep_tasks(len(starts), parallel.threads())
         self.coarse: _Level | None = None
         if rows * cols >= MULTIGRID_CELLS and min(rows, cols) >= 8:
             shape = (rows // 2, cols // 2)
@@ -708,21 +730,29 @@ class _Level:
                 self.erodibility)
 
     def sweep(self, k: Kernel, everything: bool) -> float:
-        """One relaxation sweep: the even bands together, then the odd ones; returns
-        the largest amount moved (cell units)."""
+        """One relaxation sweep: the even bands together, each odd one as soon as the
+        even bands on both sides of it have ended (:func:`_sweep_tasks`); returns the
+        largest amount moved (cell units)."""
         worst = [0.0]
         stamp = self.next_stamp()
+        waiting = list(self.needs)
+        tasks = self.tasks
 
-        def bands(ids: np.ndarray) -> float:
-            return _relax_bands(k, ids, self.edges, everything, stamp, self.lists[0],
-                                self.lists[1], self.starts, self.counts, self.moved,
-                                self.queued, *self.arrays())
+        def bands(task: int) -> float:
+            return _relax_bands(k, tasks[task], self.edges, everything, stamp,
+                                self.lists[0], self.lists[1], self.starts, self.counts,
+                                self.moved, self.queued, *self.arrays())
 
-        def keep(_ids: np.ndarray, moved_most: float) -> None:
+        def then(task: int, moved_most: float) -> list[int]:
             worst[0] = max(worst[0], moved_most)
+            ready = []
+            for odd in self.frees[task]:
+                waiting[odd] -= 1
+                if waiting[odd] == 0:
+                    ready.append(odd)
+            return ready
 
-        for ids in self.parities:
-            parallel.run(ids, bands, keep)
+        parallel.run([i for i, n in enumerate(self.needs) if n == 0], bands, then)
         self.next_sweep()
         return worst[0]
 
