@@ -23,15 +23,17 @@ snowball           +48      copies of rock, sediment and heights and three scrat
 hydrology          +32      the lake search's scratch (stamps, queue keys and cells:
                             28) and three byte maps; measured +2 on hills whose
                             lakes are small, 32 when lakes cover the map
-thermal            +52      scratch grids (+16 since they are kept for the whole
-                            run, simcore/scratch.py: talus shares, which the creep's
-                            column solve reuses, and new heights; +24 before,
-                            measured +23-24) and the multigrid's coarse copies (+28
-                            allocated: six quarter grids, their state before a
-                            pass, lists and stamps, 4/3 for the levels below;
-                            measured +20-22 in whole default runs); the default
-                            preset measured 226 at 1024² and 231 at 2048² with
-                            them kept
+thermal            +52      kept for the whole run (simcore/scratch.py): scratch
+                            grids (+16: talus shares, which the creep's column
+                            solve reuses, and new heights; +24 before, measured
+                            +23-24), the fine grid's lists of moved cells and marks
+                            (+11: two int32 lists, touched only where cells move,
+                            and the moved and queued marks) and the multigrid's
+                            coarse copies (+25 allocated: six quarter grids, their
+                            state before a pass, lists and marks, 4/3 for the
+                            levels below; measured +20-22 in whole default runs);
+                            the default preset measured 226 at 1024² and 231 at
+                            2048²
 wind                +2      the particle track map; measured 0
 droplets, trees      0      work per particle, not per cell
 ============  ============  =========================================================

@@ -1,13 +1,13 @@
 """Scratch a process keeps from one batch to the next while a simulation runs.
 
 A process whose batch needs large scratch grids (thermal: about 37 MB a batch at 1024²)
-would allocate them anew each batch. The C library maps such blocks fresh from the
-system and hands them back when they are freed, so every batch pays a page fault for
+would allocate them anew each batch. The C library may map such blocks fresh from the
+system and hand them back when they are freed; then every batch pays a page fault for
 each 4 KiB it touches, and each unmapping interrupts the other threads of the process
-to flush their address caches. In a whole default run at 1024² that was 740k page
-faults and 2.8 s of system time, and it cost two threads far more than one (measured:
-25.5 -> 21.8 s on 2 threads, 37.7 -> 37.6 s on 1, with the C library keeping the
-memory).
+to flush their address caches. In the resolution bench's protocol (a small run first in
+the same process) a whole default run at 1024² had 740k page faults and 2.8 s of system
+time; keeping thermal's scratch took one pair of runs from 28.0 to 24.0 s on 2 threads
+and from 43.0 to 39.3 s on 1.
 
 A :class:`~simcore.simulation.Simulation` keeps a store for its run and sets it for
 the length of each round (:func:`keeping`). A process :func:`take` s what it left
@@ -15,9 +15,10 @@ there under its name, if the key (the grid's shape, the thread count, ...) is th
 same, and :func:`give` s it back when its batch ends well: an object is never
 shared by two batches at once, and one left half-written by an error is dropped.
 Outside a round (a direct ``run_batch`` call, a tile), :func:`take` finds nothing and
-the process makes a new one each batch, as it would without a store. Whatever is kept
-is overwritten or reset before use, so results never depend on it. The store lives
-and dies with its simulation: a finished run holds no memory for it.
+the process makes a new one each batch, as it would without a store. A process keeps
+only what cannot change its next batch's result (it is overwritten before it is read,
+or the process says why what is left does not matter). The store lives and dies with
+its simulation object: once that is dropped, nothing of it is held.
 """
 
 from __future__ import annotations

@@ -682,13 +682,15 @@ class _Level:
         self.height, self.bedrock, self.sediment = height, bedrock, sediment
         self.eroded, self.deposited, self.erodibility = eroded, deposited, erodibility
         rows, cols = height.shape
+        if rows * cols >= 2**31:  # the lists are int32 (terrain.MAX_CELLS is 2**28)
+            raise ValueError(f"a {rows}x{cols} grid is too large to relax; downsample it")
         self.edges = relax_bands(rows)
         # each band lists the cells that moved in a sweep (its rows and the next ones)
         starts = np.array([(e + 2 * b - 1) * cols for b, e in enumerate(self.edges[:-1])])
         starts[0] = 0
         self.starts = starts
         self.lists = [np.empty(self.edges[-1] * cols + 2 * len(starts) * cols,
-                               dtype=np.int32) for _ in range(2)]  # MAX_CELLS < 2**31
+                               dtype=np.int32) for _ in range(2)]
         self.counts = np.zeros((2, len(starts)), dtype=np.int64)  # [last sweep, this one]
         self.moved = np.zeros(height.shape, dtype=np.uint8)
         self.queued = np.zeros(height.shape, dtype=np.uint16)  # sweep marks (next_stamp)
@@ -820,7 +822,11 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
 class _Scratch:
     """What a batch of passes works in, kept for the next batch while a simulation
     runs (:mod:`simcore.scratch`): the sweep's and the creep's scratch grids and the
-    relaxation's levels. Every grid is written before it is read."""
+    relaxation's levels. Nothing left in them changes a result: the scratch grids are
+    written before they are read; a level's lists are read only after the first sweep
+    of a relaxation (which visits every cell) wrote them, its ``moved`` marks are clear
+    after every sweep and its stamps only go up; the coarse grids are filled anew
+    before they relax (their eroded/deposited records, which nothing reads, run on)."""
 
     def __init__(self, height: np.ndarray, t: Terrain, creep: bool) -> None:
         rows, cols = height.shape
