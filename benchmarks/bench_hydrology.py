@@ -155,7 +155,8 @@ def _flood_share(heights: np.ndarray, params: HydrologyParams, particles: int,
                                   k, cdf, height, t.bedrock, t.sediment, t.eroded,
                                   t.deposited, t.erodibility, t.pool, t.stream,
                                   t.vegetation, track, ocean, scratch, cycles)
-        hydrology._drain_lakes(params.open_edges, height, t.pool, ocean, scratch)
+        hydrology._drain_lakes(params.open_edges, height, t.pool, ocean, scratch,
+                               hydrology._wet_list(scratch))
         hydrology._adapt_stream(t.stream, track, params.stream_rate)
     same = all(np.array_equal(a, expected.arrays()[n]) for n, a in t.arrays().items())
     return float(cycles[1]) / float(cycles[0] + cycles[1]), bool(same)

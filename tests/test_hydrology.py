@@ -372,6 +372,82 @@ def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
         assert np.isfinite(t.pool).all()
 
 
+def drain_by_whole_grid_scans(ground, pool, open_edges):
+    """Reference for ``level_lakes``: scan every cell in order, pass after pass (at most
+    16), and lower the lake of any wet cell with a lower outlet to that outlet."""
+    rows, cols = ground.shape
+    pool = pool.copy()
+    tol = hydrology.LEVEL_TOL
+    for _ in range(16):
+        changed = False
+        for r in range(rows):
+            for c in range(cols):
+                if pool[r, c] <= 0.0:
+                    continue
+                level = ground[r, c] + pool[r, c]
+                edge = r in (0, rows - 1) or c in (0, cols - 1)
+                outlet = ground[r, c] if open_edges and edge else level
+                box = (slice(max(r - 1, 0), r + 2), slice(max(c - 1, 0), c + 2))
+                outlet = min(outlet, (ground[box] + pool[box]).min())
+                if outlet >= level - tol * max(1.0, abs(level)):
+                    continue
+                # the lake: cells connected to (r, c) whose surface is at its level
+                seen, stack, lake = {(r, c)}, [(r, c)], []
+                while stack:
+                    y, x = stack.pop()
+                    if abs(ground[y, x] + pool[y, x] - level) > tol * max(1.0, abs(level)):
+                        continue
+                    lake.append((y, x))
+                    for ny in range(max(y - 1, 0), min(y + 2, rows)):
+                        for nx in range(max(x - 1, 0), min(x + 2, cols)):
+                            if (ny, nx) not in seen:
+                                seen.add((ny, nx))
+                                stack.append((ny, nx))
+                for y, x in lake:
+                    pool[y, x] = max(outlet - ground[y, x], 0.0)
+                changed = True
+        if not changed:
+            break
+    return pool
+
+
+@given(arrays(np.float64, st.tuples(st.integers(3, 12), st.integers(3, 12)),
+              elements=st.floats(0, 8)),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.1, 6)),
+                min_size=1, max_size=6),
+       st.booleans())
+def test_level_lakes_lowers_what_whole_grid_scans_lower(h, lakes, open_edges):
+    # flat lakes filled to a level around given cells (the flood's water bodies), then
+    # the ground under some of them cut: several lakes lowered, some in chains
+    t = terrain(h)
+    rows, cols = h.shape
+    for fy, fx, depth in lakes:
+        r, c = min(int(fy * rows), rows - 1), min(int(fx * cols), cols - 1)
+        level = h[r, c] + depth
+        box = (slice(max(r - 2, 0), r + 3), slice(max(c - 2, 0), c + 3))
+        t.pool[box] = np.maximum(t.pool[box], level - h[box])
+    t.pool[t.pool < 1e-6] = 0.0
+    expected = drain_by_whole_grid_scans(h, t.pool, open_edges)
+    hydrology.level_lakes(t, HydrologyParams(open_edges=open_edges))
+    np.testing.assert_array_equal(t.pool, expected)
+
+
+def test_level_lakes_lowers_a_lake_whose_outlet_drains_later_in_the_scan():
+    # lake B (top left, level 5) has no lower neighbour when the scan reaches it; lake A
+    # (level 6, two cells) drains through cell (0, 3) to 1 after it: only a second pass
+    # finds that B now spills into A
+    g = np.full((3, 5), 100.0)
+    g[0, 0] = g[0, 2] = g[1, 1] = 0.0
+    g[0, 3] = 1.0
+    t = terrain(g)
+    t.pool[0, 0] = 5.0
+    t.pool[0, 2] = t.pool[1, 1] = 6.0
+    expected = drain_by_whole_grid_scans(g, t.pool, False)
+    assert hydrology.level_lakes(t, HydrologyParams(open_edges=False)) == 2
+    np.testing.assert_array_equal(t.pool, expected)
+    assert t.pool[0, 0] == t.pool[0, 2] == t.pool[1, 1] == 1.0
+
+
 # ------------------------------------------------------------------------ presets on land
 
 def spill_levels(ground):

@@ -250,6 +250,12 @@ def _scratch(terrain: Terrain) -> tuple[np.ndarray, ...]:
     return found
 
 
+def _wet_list(scratch: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Room for :func:`_drain_lakes`' list of wet cells: the flood's heap keys, which
+    it does not use, seen as int64."""
+    return scratch[2].view(np.int64)
+
+
 # ---------------------------------------------------------------------------- kernels
 
 @njit(cache=True, error_model="numpy")
@@ -428,21 +434,30 @@ def _bottom(i, open_edges, hf, pf, oceanf, rows, cols):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _drain_lakes(open_edges, height, pool, ocean, scratch, max_passes=16):
+def _drain_lakes(open_edges, height, pool, ocean, scratch, wet, max_passes=16):
     """Lower every lake that stands above an outlet (a neighbour with a lower surface,
     or with ``open_edges`` a wet map-edge cell) to the outlet's surface, until none
     does (or ``max_passes`` scans). Erosion of a rim, a lower lake reached: the water
-    above the outlet runs out. Ocean cells are left alone. Returns the lakes lowered."""
+    above the outlet runs out. Ocean cells are left alone. ``wet`` (int64, a cell
+    each) holds the list of wet cells. Returns the lakes lowered."""
     rows, cols = height.shape
     hf = height.reshape(rows * cols)
     pf = pool.reshape(rows * cols)
     of = ocean.reshape(rows * cols)
     members = scratch[4]
     lowered = 0
+    # the passes visit the cells wet now, in order: lowering a lake only ever dries
+    # cells, so they see what passes over the whole grid would see
+    n_wet = 0
+    for i in range(rows * cols):
+        if pf[i] > 0.0 and of[i] == 0:
+            wet[n_wet] = i
+            n_wet += 1
     for _ in range(max_passes):
         changed = 0
-        for i in range(rows * cols):
-            if pf[i] <= 0.0 or of[i] != 0:
+        for w in range(n_wet):
+            i = wet[w]
+            if pf[i] <= 0.0:
                 continue
             level = hf[i] + pf[i]
             r = i // cols
@@ -766,7 +781,7 @@ def run_batch(terrain: Terrain, params: HydrologyParams, seed: int, first: int, 
                       terrain.erodibility, terrain.pool, terrain.stream, terrain.vegetation,
                       track, ocean, scratch, own)
     terrain.outflow += lost
-    _drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch)
+    _drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch, _wet_list(scratch))
     _adapt_stream(terrain.stream, track, params.stream_rate)
     return int(own[0] - before)
 
@@ -780,7 +795,8 @@ def level_lakes(terrain: Terrain, params: HydrologyParams,
     if height is None:
         height = terrain.height()
     ocean, scratch = _prepare(terrain, params, height)
-    return int(_drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch))
+    return int(_drain_lakes(params.open_edges, height, terrain.pool, ocean, scratch,
+                            _wet_list(scratch)))
 
 
 def pour(terrain: Terrain, params: HydrologyParams, row: int, col: int, volume: float,
