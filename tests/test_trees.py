@@ -180,3 +180,41 @@ def test_a_forest_grows_as_much_per_unit_of_rain_on_any_map_extent():
     assert abs(size[1] - size[0]) < 0.02, size
     assert max(density) <= 1.25 * min(density), density
     assert abs(cover[1] - cover[0]) <= 0.1, cover
+
+
+@given(st.integers(1, 30), st.integers(1, 30),
+       st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)), max_size=12),
+       st.floats(0.5, 16.0), st.lists(st.integers(1, 29), max_size=5))
+def test_root_density_built_in_row_bands_is_the_sum_over_trees_in_order(
+        rows, cols, rows_of_trees, radius, cuts):
+    # trees anywhere on the grid; the row bands may cut a tree's roots anywhere
+    given_trees = np.array([(fx * (cols - 1), fy * (rows - 1), size)
+                            for fx, fy, size in rows_of_trees]).reshape(-1, 3)
+    expected = np.zeros((rows, cols))
+    yy, xx = np.mgrid[0:rows, 0:cols]
+    for x, y, size in given_trees:  # in list order, as the kernel adds them up
+        d = np.sqrt((yy - y) * (yy - y) + (xx - x) * (xx - x))
+        near = (d < radius) & (np.abs(yy - np.floor(y + 0.5)) <= np.ceil(radius)) \
+            & (np.abs(xx - np.floor(x + 0.5)) <= np.ceil(radius))
+        expected[near] += size * (1.0 - d[near] / radius)
+    expected = np.minimum(expected, 1.0)
+    edges = sorted({0, rows, *(c for c in cuts if c < rows)})
+    vegetation = np.full((rows, cols), 7.0)  # last cycle's values are all rebuilt
+    for first, last in zip(edges[:-1], edges[1:]):
+        trees.root_density_rows(first, last, given_trees, len(given_trees), radius, vegetation)
+    np.testing.assert_array_equal(vegetation, expected)
+
+
+def test_trees_are_the_same_on_one_and_two_threads():
+    from simcore import parallel
+    old = parallel.threads()
+    grown = []
+    try:
+        for threads in (1, 2):
+            parallel.set_threads(threads)
+            grown.append(grow(terrain(np.zeros((48, 40))), 40))
+    finally:
+        parallel.set_threads(old)
+    assert len(grown[0].trees) > 50
+    np.testing.assert_array_equal(grown[0].trees, grown[1].trees)
+    np.testing.assert_array_equal(grown[0].vegetation, grown[1].vegetation)

@@ -20,7 +20,8 @@ Trees are state: ``terrain.trees`` rows are (x = column, y = row, size), cell un
 a tree of size 1 is drawn, so the same preset gives the same trees at any cell size
 (the add-on instances each tree ``size * tree_height`` tall).
 Cycle ``k`` draws its random numbers from ``(seed, STREAM_ID, k)`` in tree-list order on
-one thread, so the result depends only on (terrain, params, seed, first, count).
+one thread, so the result depends only on (terrain, params, seed, first, count); the
+root density is rebuilt in row bands on the pooled threads, the same on any number.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from .. import parallel
 from ..fields import Field
 from ..kernels import next_uniform, stream_state
 from ..params import Params, param
@@ -164,11 +166,15 @@ def _push(trees, n, x, y, size):
     return trees, n + 1
 
 
-@njit(cache=True, error_model="numpy")
-def root_density(trees, n, radius, vegetation):
-    """Rebuild ``vegetation`` from the first ``n`` trees (clamped to 0..1)."""
-    rows, cols = vegetation.shape
-    vegetation[:, :] = 0.0
+@njit(nogil=True, cache=True, error_model="numpy")
+def root_density_rows(first, last, trees, n, radius, vegetation):
+    """Rows ``first .. last - 1`` of the root density of the first ``n`` trees (clamped
+    to 0..1) into ``vegetation``: each cell sums the trees in list order, so row bands
+    rebuilt on any threads give the whole grid's result."""
+    cols = vegetation.shape[1]
+    for r in range(first, last):
+        for c in range(cols):
+            vegetation[r, c] = 0.0
     reach = int(np.ceil(radius))
     for i in range(n):
         x = trees[i, 0]
@@ -176,15 +182,22 @@ def root_density(trees, n, radius, vegetation):
         size = trees[i, 2]
         rc = int(np.floor(y + 0.5))
         cc = int(np.floor(x + 0.5))
-        for r in range(max(rc - reach, 0), min(rc + reach, rows - 1) + 1):
+        for r in range(max(rc - reach, first), min(rc + reach, last - 1) + 1):
             for c in range(max(cc - reach, 0), min(cc + reach, cols - 1) + 1):
                 d = np.sqrt((r - y) * (r - y) + (c - x) * (c - x))
                 if d < radius:
                     vegetation[r, c] += size * (1.0 - d / radius)
-    for r in range(rows):
+    for r in range(first, last):
         for c in range(cols):
             if vegetation[r, c] > 1.0:
                 vegetation[r, c] = 1.0
+
+
+def root_density(trees: np.ndarray, n: int, radius: float, vegetation: np.ndarray) -> None:
+    """Rebuild ``vegetation`` from the first ``n`` trees (radius in cells), in row bands
+    on the pooled threads (:func:`root_density_rows`)."""
+    parallel.run(parallel.bands(vegetation.shape[0]),
+                 lambda b: root_density_rows(b[0], b[1], trees, n, radius, vegetation))
 
 
 @njit(cache=True, error_model="numpy")
@@ -208,47 +221,40 @@ def _seedling(st, r, c, k, trees, n, height, pool, stream, vegetation, seeding):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _run_cycles(seed, first, count, k, trees_in, height, pool, stream, vegetation,
-                seeding):
+def _cycle(seed, cycle, k, trees, n, height, pool, stream, vegetation, seeding):
+    """Growth cycle number ``cycle`` on the first ``n`` rows of ``trees``: seedlings,
+    growth and seeding, deaths (the root density is rebuilt after it). Returns
+    (trees, n): a bigger array when the trees outgrew it."""
     rows, cols = height.shape
-    n = trees_in.shape[0]
-    trees = np.empty((n + 16, 3))
-    for i in range(n):
-        _copy_row(trees, i, trees_in, i)
     reach = k.spread_radius
-    for cycle in range(count):
-        st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(first + cycle))
-        for _ in range(k.spawn_tries):
-            st, u = next_uniform(st)
-            st, w = next_uniform(st)
-            st, trees, n = _seedling(st, int(u * rows), int(w * cols), k, trees, n, height,
-                                     pool, stream, vegetation, seeding)
-        n0 = n
-        for i in range(n0):
-            trees[i, 2] += k.growth_rate * (k.max_size - trees[i, 2])
-            st, u = next_uniform(st)
-            if u < k.spread_chance:
-                st, a = next_uniform(st)
-                st, b = next_uniform(st)
-                r = int(np.floor(trees[i, 1] + 0.5)) + int(a * (2 * reach + 1)) - reach
-                c = int(np.floor(trees[i, 0] + 0.5)) + int(b * (2 * reach + 1)) - reach
-                if 0 <= r < rows and 0 <= c < cols:
-                    st, trees, n = _seedling(st, r, c, k, trees, n, height, pool, stream,
-                                             vegetation, seeding)
-        kept = np.int64(0)  # not a literal 0: one signature of _copy_row
-        for i in range(n):
-            st, u = next_uniform(st)
-            r = int(np.floor(trees[i, 1] + 0.5))
-            c = int(np.floor(trees[i, 0] + 0.5))
-            if pool[r, c] > 0.0 or stream[r, c] > k.max_stream or u < k.death_chance:
-                continue
-            _copy_row(trees, kept, trees, i)
-            kept += 1
-        n = kept
-        root_density(trees, n, k.root_radius, vegetation)
-    if count == 0:
-        root_density(trees, n, k.root_radius, vegetation)
-    return trees[:n].copy()
+    st = stream_state(np.uint64(seed), np.uint64(STREAM_ID), np.uint64(cycle))
+    for _ in range(k.spawn_tries):
+        st, u = next_uniform(st)
+        st, w = next_uniform(st)
+        st, trees, n = _seedling(st, int(u * rows), int(w * cols), k, trees, n, height,
+                                 pool, stream, vegetation, seeding)
+    n0 = n
+    for i in range(n0):
+        trees[i, 2] += k.growth_rate * (k.max_size - trees[i, 2])
+        st, u = next_uniform(st)
+        if u < k.spread_chance:
+            st, a = next_uniform(st)
+            st, b = next_uniform(st)
+            r = int(np.floor(trees[i, 1] + 0.5)) + int(a * (2 * reach + 1)) - reach
+            c = int(np.floor(trees[i, 0] + 0.5)) + int(b * (2 * reach + 1)) - reach
+            if 0 <= r < rows and 0 <= c < cols:
+                st, trees, n = _seedling(st, r, c, k, trees, n, height, pool, stream,
+                                         vegetation, seeding)
+    kept = np.int64(0)  # not a literal 0: one signature of _copy_row
+    for i in range(n):
+        st, u = next_uniform(st)
+        r = int(np.floor(trees[i, 1] + 0.5))
+        c = int(np.floor(trees[i, 0] + 0.5))
+        if pool[r, c] > 0.0 or stream[r, c] > k.max_stream or u < k.death_chance:
+            continue
+        _copy_row(trees, kept, trees, i)
+        kept += 1
+    return trees, kept
 
 
 def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count: int,
@@ -258,11 +264,21 @@ def run_batch(terrain: Terrain, params: TreeParams, seed: int, first: int, count
     of trees alive."""
     if height is None:
         height = terrain.height()
-    trees = np.ascontiguousarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
-    terrain.trees = _run_cycles(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), first, count,
-                                params.kernel(terrain.cell_size), trees, height, terrain.pool,
-                                terrain.stream, terrain.vegetation, terrain.tree_seeding)
-    return int(terrain.trees.shape[0])
+    given = np.asarray(terrain.trees, dtype=np.float64).reshape(-1, 3)
+    n = given.shape[0]
+    trees = np.empty((n + 16, 3))
+    trees[:n] = given
+    k = params.kernel(terrain.cell_size)
+    t = terrain
+    key = np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
+    for cycle in range(first, first + count):
+        trees, n = _cycle(key, cycle, k, trees, n, height, t.pool, t.stream, t.vegetation,
+                          t.tree_seeding)
+        root_density(trees, n, k.root_radius, t.vegetation)
+    if count == 0:
+        root_density(trees, n, k.root_radius, t.vegetation)
+    terrain.trees = trees[:n].copy()
+    return n
 
 
 def per_rain(params: TreeParams, share: float) -> TreeParams:
