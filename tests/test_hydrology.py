@@ -372,17 +372,19 @@ def test_pours_never_leave_a_pool_above_its_spill_point(h, pours):
         assert np.isfinite(t.pool).all()
 
 
-def drain_by_whole_grid_scans(ground, pool, open_edges):
+def drain_by_whole_grid_scans(ground, pool, open_edges, ocean):
     """Reference for ``level_lakes``: scan every cell in order, pass after pass (at most
-    16), and lower the lake of any wet cell with a lower outlet to that outlet."""
+    16), and lower the lake of any wet cell (not ``ocean``) with a lower outlet to that
+    outlet. Returns (pools, lakes lowered)."""
     rows, cols = ground.shape
     pool = pool.copy()
     tol = hydrology.LEVEL_TOL
+    lowered = 0
     for _ in range(16):
-        changed = False
+        changed = 0
         for r in range(rows):
             for c in range(cols):
-                if pool[r, c] <= 0.0:
+                if pool[r, c] <= 0.0 or ocean[r, c]:
                     continue
                 level = ground[r, c] + pool[r, c]
                 edge = r in (0, rows - 1) or c in (0, cols - 1)
@@ -405,20 +407,22 @@ def drain_by_whole_grid_scans(ground, pool, open_edges):
                                 stack.append((ny, nx))
                 for y, x in lake:
                     pool[y, x] = max(outlet - ground[y, x], 0.0)
-                changed = True
+                changed += 1
+        lowered += changed
         if not changed:
             break
-    return pool
+    return pool, lowered
 
 
 @given(arrays(np.float64, st.tuples(st.integers(3, 12), st.integers(3, 12)),
               elements=st.floats(0, 8)),
        st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0.1, 6)),
                 min_size=1, max_size=6),
-       st.booleans())
-def test_level_lakes_lowers_what_whole_grid_scans_lower(h, lakes, open_edges):
-    # flat lakes filled to a level around given cells (the flood's water bodies), then
-    # the ground under some of them cut: several lakes lowered, some in chains
+       st.booleans(), st.sampled_from([None, 0.5, 2.0]))
+def test_level_lakes_lowers_what_whole_grid_scans_lower(h, lakes, open_edges, sea_level):
+    # flat lakes filled to a level over 5x5 boxes around given cells: where boxes overlap
+    # or a box's rim is lower than its level, lakes stand above an outlet, some in chains;
+    # with a sea, the cells below it that reach an edge are ocean (left alone)
     t = terrain(h)
     rows, cols = h.shape
     for fy, fx, depth in lakes:
@@ -427,8 +431,16 @@ def test_level_lakes_lowers_what_whole_grid_scans_lower(h, lakes, open_edges):
         box = (slice(max(r - 2, 0), r + 3), slice(max(c - 2, 0), c + 3))
         t.pool[box] = np.maximum(t.pool[box], level - h[box])
     t.pool[t.pool < 1e-6] = 0.0
-    expected = drain_by_whole_grid_scans(h, t.pool, open_edges)
-    hydrology.level_lakes(t, HydrologyParams(open_edges=open_edges))
+    params = HydrologyParams(open_edges=open_edges, sea=sea_level is not None,
+                             sea_level=sea_level or 0.0)
+    if sea_level is None:
+        ocean = np.zeros(h.shape, dtype=bool)
+    else:  # the sea filled and marked as level_lakes does, on a copy
+        u = t.copy()
+        ocean = hydrology._prepare(u, params, u.height())[0] != 0
+        t.pool[...] = u.pool
+    expected, lowered = drain_by_whole_grid_scans(h, t.pool, open_edges, ocean)
+    assert hydrology.level_lakes(t, params) == lowered
     np.testing.assert_array_equal(t.pool, expected)
 
 
@@ -442,8 +454,8 @@ def test_level_lakes_lowers_a_lake_whose_outlet_drains_later_in_the_scan():
     t = terrain(g)
     t.pool[0, 0] = 5.0
     t.pool[0, 2] = t.pool[1, 1] = 6.0
-    expected = drain_by_whole_grid_scans(g, t.pool, False)
-    assert hydrology.level_lakes(t, HydrologyParams(open_edges=False)) == 2
+    expected, lowered = drain_by_whole_grid_scans(g, t.pool, False, np.zeros(g.shape, bool))
+    assert hydrology.level_lakes(t, HydrologyParams(open_edges=False)) == lowered == 2
     np.testing.assert_array_equal(t.pool, expected)
     assert t.pool[0, 0] == t.pool[0, 2] == t.pool[1, 1] == 1.0
 

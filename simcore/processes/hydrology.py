@@ -238,7 +238,8 @@ def article_rain_volume(relief: float, cell_size: float) -> float:
 def _scratch(terrain: Terrain) -> tuple[np.ndarray, ...]:
     """Work arrays for the flood, kept with the terrain (freed with it), all flat:
     visit stamps (with the generation counter in ``gen[0]``), the priority queue's
-    keys and cells (also the fill's stack), and the taken cells. Never cleared: a new
+    keys (also the levelling's list of wet cells, :func:`_wet_list`) and cells (also
+    the fill's stack), and the taken cells. Never cleared: a new
     generation number marks every cell unvisited in O(1)."""
     n = terrain.bedrock.size
     found = terrain.__dict__.get("_flood_scratch")
@@ -251,9 +252,11 @@ def _scratch(terrain: Terrain) -> tuple[np.ndarray, ...]:
 
 
 def _wet_list(scratch: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Room for :func:`_drain_lakes`' list of wet cells: the flood's heap keys, which
-    it does not use, seen as int64."""
-    return scratch[2].view(np.int64)
+    """Room for :func:`_drain_lakes`' list of wet cells: the flood's heap keys (a cell
+    each), which it does not use, seen as int64."""
+    wet = scratch[2].view(np.int64)
+    assert wet.size == scratch[0].size
+    return wet
 
 
 # ---------------------------------------------------------------------------- kernels
@@ -437,9 +440,10 @@ def _bottom(i, open_edges, hf, pf, oceanf, rows, cols):
 def _drain_lakes(open_edges, height, pool, ocean, scratch, wet, max_passes=16):
     """Lower every lake that stands above an outlet (a neighbour with a lower surface,
     or with ``open_edges`` a wet map-edge cell) to the outlet's surface, until none
-    does (or ``max_passes`` scans). Erosion of a rim, a lower lake reached: the water
-    above the outlet runs out. Ocean cells are left alone. ``wet`` (int64, a cell
-    each) holds the list of wet cells. Returns the lakes lowered."""
+    does (or ``max_passes`` passes). Erosion of a rim, a lower lake reached: the water
+    above the outlet runs out. Ocean cells are left alone. ``wet`` is room (int64, at
+    least a cell each; its contents ignored) where the wet cells are listed. Pools are
+    finite (Terrain.validate). Returns the lakes lowered."""
     rows, cols = height.shape
     hf = height.reshape(rows * cols)
     pf = pool.reshape(rows * cols)
