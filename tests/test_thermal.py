@@ -404,3 +404,85 @@ def test_sweep_tasks_that_may_run_together_never_touch_the_same_band(bands, thre
             if odd and int(other[0]) % 2 == 0:
                 near = any(abs(int(a) - int(b)) < 2 for a in ids for b in other)
                 assert near == (e in waits), (t, e)
+
+
+def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erodibility):
+    """The parallel talus sweep (``_send`` then ``_receive``) in plain Python: every
+    cell weathers, loosens rock above its critical slope and sends loose material down
+    its talus in proportion to the excess, all against the surface before the sweep.
+    Returns the new surface."""
+    rows, cols = height.shape
+    share = np.zeros_like(height)
+    for r in range(rows):
+        for c in range(cols):
+            near = [(rr, cc, math.sqrt(2.0) if rr != r and cc != c else 1.0)
+                    for rr in range(max(r - 1, 0), min(r + 2, rows))
+                    for cc in range(max(c - 1, 0), min(c + 2, cols))]
+            if k.weathering > 0.0:
+                w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
+                _book(r, c, 0.0, w, w, bedrock, sediment, eroded, deposited)
+            e = min(erodibility[r, c], 1.0)
+            crit = k.rock / e if e > 0.0 else math.inf
+            rmax = max([0.0] + [bedrock[r, c] - height[m, n] - crit * d for m, n, d in near])
+            if rmax > 0.0:
+                loose = 0.5 * rmax * e
+                _book(r, c, 0.0, loose, loose, bedrock, sediment, eroded, deposited)
+            ex = [max(height[r, c] - height[m, n] - k.talus * d, 0.0) for m, n, d in near]
+            want = min(sediment[r, c], k.settling * 0.5 * max(ex))
+            share[r, c] = want / sum(ex) if sum(ex) > 0.0 else 0.0
+    new = np.zeros_like(height)
+    for r in range(rows):
+        for c in range(cols):
+            gain = out = 0.0
+            for m in range(max(r - 1, 0), min(r + 2, rows)):
+                for n in range(max(c - 1, 0), min(c + 2, cols)):
+                    d = math.sqrt(2.0) if m != r and n != c else 1.0
+                    up = height[m, n] - height[r, c]
+                    if up > 0.0:
+                        gain += share[m, n] * max(up - k.talus * d, 0.0)
+                    elif up < 0.0:
+                        out += share[r, c] * max(-up - k.talus * d, 0.0)
+            from_sed = min(out, sediment[r, c])
+            _book(r, c, from_sed, out - from_sed, gain, bedrock, sediment, eroded, deposited)
+            new[r, c] = bedrock[r, c] + sediment[r, c]
+    return new
+
+
+def _book(r, c, from_sed, from_rock, lay, bedrock, sediment, eroded, deposited):
+    """``kernels.transfer`` at one cell, in plain Python."""
+    sediment[r, c] = sediment[r, c] - from_sed + lay
+    bedrock[r, c] -= from_rock
+    taken = min(from_sed + from_rock, deposited[r, c])
+    deposited[r, c] = deposited[r, c] - taken + lay
+    eroded[r, c] += from_sed + from_rock - taken
+
+
+@given(heights=arrays(np.float64, st.tuples(st.integers(1, 9), st.integers(1, 9)),
+                      elements=st.one_of(st.sampled_from([0.0, 0.0, 0.0, 2.0]),
+                                         st.floats(-20, 20))),
+       data=st.data(), params=params_strategy, bands=st.integers(1, 4))
+def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data, params,
+                                                                   bands):
+    """The sweep that opens a pass (weathering, loosening, one talus step of every cell
+    against the old surface) does at every cell, edges and corners too, what the plain
+    rule does, in any row bands; cells that neither send nor receive (a short cut) keep
+    their material."""
+    from simcore.processes import thermal
+
+    sed = data.draw(arrays(np.float64, heights.shape,
+                           elements=st.sampled_from([0.0, 0.3, 2.0, 15.0])))
+    ero = data.draw(arrays(np.float64, heights.shape, elements=st.sampled_from([0.0, 0.5, 1.0])))
+    k = thermal._kernel_params(params, 1.0)
+    grids = [heights + sed, heights.copy(), sed.copy(), np.zeros_like(sed),
+             data.draw(arrays(np.float64, heights.shape, elements=st.floats(0, 5))), ero]
+    want = [g.copy() for g in grids]
+    expect = _talus_sweep_reference(k, *want)
+    share, new, excess = np.zeros_like(sed), np.full_like(sed, np.nan), np.zeros(len(sed))
+    spans = parallel.chunks(len(sed), bands)
+    for first, last in reversed(spans):  # bands are independent: any order
+        thermal._send(k, first, last, *grids, share, excess)
+    for first, last in spans:
+        thermal._receive(k, first, last, *grids[:5], share, new)
+    np.testing.assert_allclose(new, expect, rtol=1e-12, atol=1e-12)
+    for got, ref in zip(grids[1:5], want[1:5]):
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)

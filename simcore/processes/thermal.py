@@ -171,6 +171,25 @@ def _conductance(creep, upper, lower, erodibility, talus):
     return creep * min(erodibility, 1.0) / max(1.0 - ratio * ratio, 1.0 / _CREEP_CAP)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _send_scan(talus, crit, height, r, c, r0, r1, c0, c1, h, b):
+    """The largest excess of bedrock ``b`` over its critical slope towards the
+    neighbours ``r0 .. r1`` x ``c0 .. c1`` of cell (r, c) at height ``h``, and the
+    largest and summed excess of ``h`` over the talus slope (0 for the cell itself)."""
+    rmax = 0.0
+    dmax = 0.0
+    dsum = 0.0
+    for rr in range(r0, r1 + 1):
+        for cc in range(c0, c1 + 1):
+            dist = _SQRT2 if (rr != r and cc != c) else 1.0
+            hm = height[rr, cc]
+            rmax = max(rmax, b - hm - crit * dist)
+            d = max(h - hm - talus * dist, 0.0)
+            dmax = max(dmax, d)
+            dsum += d
+    return rmax, dmax, dsum
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibility,
           talus_share, row_excess):
@@ -191,25 +210,20 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
             if k.weathering > 0.0:  # rock turns into soil in place; neighbours read height
                 w = k.weathering * erodibility[r, c] * math.exp(-sediment[r, c] / k.soil_depth)
                 transfer((np.int64(r), c), 0.0, w, w, None, bedrock, sediment, eroded, deposited)
-            rmax = 0.0
+            # one scan of the neighbours for both tests: the loosening below keeps the
+            # surface, and no cell's height is written in this sweep
             crit = _critical(k.rock, erodibility[r, c])
-            for rr in range(r0, r1 + 1):
-                for cc in range(c0, c1 + 1):
-                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                    rmax = max(rmax, bedrock[r, c] - height[rr, cc] - crit * dist)
+            if r0 < r < r1 and c0 < c < c1:  # inside: three by three, unrolled
+                rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r - 1, r + 1,
+                                              c - 1, c + 1, h, bedrock[r, c])
+            else:
+                rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r0, r1, c0, c1,
+                                              h, bedrock[r, c])
             if rmax > 0.0:
                 worst = max(worst, rmax)
                 loose = 0.5 * rmax * min(erodibility[r, c], 1.0)
                 transfer((np.int64(r), c), 0.0, loose, loose, None, bedrock, sediment, eroded,
                          deposited)
-            dmax = 0.0
-            dsum = 0.0
-            for rr in range(r0, r1 + 1):
-                for cc in range(c0, c1 + 1):
-                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                    d = max(h - height[rr, cc] - k.talus * dist, 0.0)  # 0 for the cell
-                    dmax = max(dmax, d)
-                    dsum += d
             s = sediment[r, c]
             if s > 1e-12:
                 worst = max(worst, dmax)
@@ -218,12 +232,24 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
         row_excess[r] = worst
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _any_share(talus_share, r0, r1, c0, c1):
+    """Whether a cell of rows ``r0 .. r1`` x columns ``c0 .. c1`` sends anything."""
+    sends = False
+    for rr in range(r0, r1 + 1):
+        for cc in range(c0, c1 + 1):
+            sends |= talus_share[rr, cc] != 0.0
+    return sends
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus_share,
              new_height):
     """Apply the talus sweep to rows ``first .. last - 1``: every cell loses what it
     sent and gains its share of what each higher neighbour sent. Reads ``height``
-    (state before the sweep) and the shares, writes its own cells only."""
+    (state before the sweep) and the shares, writes its own cells only. A cell that
+    neither sends nor has a neighbour that sends (most cells) only gets its new surface
+    (its material changed by weathering and loosening alone)."""
     rows, cols = height.shape
     for r in range(first, last):
         r0 = max(r - 1, 0)
@@ -231,6 +257,13 @@ def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus
         for c in range(cols):
             c0 = max(c - 1, 0)
             c1 = min(c + 1, cols - 1)
+            if r0 < r < r1 and c0 < c < c1:  # inside: three by three, unrolled
+                sends = _any_share(talus_share, r - 1, r + 1, c - 1, c + 1)
+            else:
+                sends = _any_share(talus_share, r0, r1, c0, c1)
+            if not sends:  # nothing moves here: what transfer() would write, unchanged
+                new_height[r, c] = bedrock[r, c] + sediment[r, c]
+                continue
             h = height[r, c]
             gain = 0.0
             out = 0.0
