@@ -486,3 +486,71 @@ def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data,
     np.testing.assert_allclose(new, expect, rtol=1e-12, atol=1e-12)
     for got, ref in zip(grids[1:5], want[1:5]):
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+
+
+@given(heights=arrays(np.float64, st.tuples(st.integers(1, 7), st.integers(1, 7)),
+                      elements=st.one_of(st.sampled_from([0.0, 1.0]), st.floats(-5, 5))),
+       data=st.data(), params=params_strategy, split=st.integers(0, 7))
+def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, params, split):
+    """The first sweep of a relaxation tests a row at a time on the vector units; it
+    must list the same cells as the one-cell test the later sweeps use, edges and
+    corners, bare rock, hard rock and loose ground alike, in any row bands."""
+    from simcore.kernels import heap_pop
+    from simcore.processes import thermal
+
+    sed = data.draw(arrays(np.float64, heights.shape,
+                           elements=st.sampled_from([0.0, 1e-13, 0.5, 3.0])))
+    ero = data.draw(arrays(np.float64, heights.shape,
+                           elements=st.sampled_from([0.0, 0.3, 1.0, 2.0])))
+    k = thermal._kernel_params(params, 1.0)
+    rows, cols = heights.shape
+    height = heights + sed
+    want = {i for i in range(rows * cols)
+            if thermal._unstable(k, i, rows, cols, height.reshape(-1), heights.reshape(-1),
+                                 sed.reshape(-1), ero.reshape(-1))}
+    got = set()
+    queued = np.zeros(heights.shape, dtype=np.uint16)
+    split = min(split, rows)
+    for first, last in ((0, split), (split, rows)):
+        keys, cells = np.empty(rows * cols), np.empty(rows * cols, dtype=np.int64)
+        top = thermal._push_unstable(k, first, last, 5, queued, height, heights, sed, ero,
+                                     keys, cells)
+        while top > 0:
+            _, i, top = heap_pop(keys, cells, top)
+            assert first * cols <= i < last * cols
+            got.add(int(i))
+    assert got == want
+    assert {int(i) for i in np.flatnonzero(queued == 5)} == want
+
+
+@pytest.mark.parametrize("test", ["rock", "talus"])
+@pytest.mark.parametrize("dr,dc", [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1),
+                                   (1, 0), (1, 1)])
+def test_the_first_sweep_tests_each_neighbour_at_its_distance(test, dr, dc):
+    """A cell with one lower neighbour just past (or just within) its rock or talus
+    slope at that neighbour's distance (1 or sqrt 2 cells) is listed (or not) by the
+    first sweep's row test, as by the one-cell test."""
+    from simcore.kernels import heap_pop
+    from simcore.processes import thermal
+
+    k = thermal._kernel_params(ThermalParams(talus_angle=33.0, rock_angle=40.0), 1.0)
+    slope = k.rock if test == "rock" else k.talus
+    for delta, moves in ((1e-6, True), (-1e-6, False)):
+        bedrock, sed = np.ones((3, 5)), np.zeros((3, 5))  # a plain at height 1
+        if test == "talus":
+            bedrock[1, 2], sed[1, 2] = 0.0, 1.0  # loose; the rock under it cannot fail
+        height = bedrock + sed
+        height[1 + dr, 2 + dc] = 1.0 - slope * math.hypot(dr, dc) - delta
+        bedrock[1 + dr, 2 + dc] = height[1 + dr, 2 + dc] - sed[1 + dr, 2 + dc]
+        ero = np.ones((3, 5))
+        queued = np.zeros((3, 5), dtype=np.uint16)
+        keys, cells = np.empty(15), np.empty(15, dtype=np.int64)
+        top = thermal._push_unstable(k, 0, 3, 3, queued, height, bedrock, sed, ero, keys,
+                                     cells)
+        listed = set()
+        while top > 0:
+            _, i, top = heap_pop(keys, cells, top)
+            listed.add(int(i))
+        assert (7 in listed) == moves
+        assert thermal._unstable(k, 7, 3, 5, height.reshape(-1), bedrock.reshape(-1),
+                                 sed.reshape(-1), ero.reshape(-1)) == moves

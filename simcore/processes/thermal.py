@@ -407,6 +407,35 @@ def _unstable(k, i, rows, cols, hf, bf, sf, kf):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _unstable_row(k, r, height, bedrock, sediment, erodibility, flags):
+    """``flags[c]`` = :func:`_unstable` of cell (r, c) for every column but the first
+    and last, for a row ``r`` inside the grid: the same tests of the same numbers, but
+    every neighbour tested (no early return), so the loop runs on the vector units
+    (3.5x faster than :func:`_unstable` cell by cell on a 2048² grid)."""
+    cols = height.shape[1]
+    up, mid, down = height[r - 1], height[r], height[r + 1]
+    b, s, e = bedrock[r], sediment[r], erodibility[r]
+    talus = k.talus
+    slope = talus * _SQRT2
+    for c in range(1, cols - 1):
+        crit = _critical(k.rock, e[c])
+        diag = crit * _SQRT2
+        rock = b[c]
+        h = mid[c]
+        loose = s[c] > 1e-12
+        u = (rock - up[c - 1] - diag > SLACK) | (loose & (h - up[c - 1] - slope > SLACK))
+        u |= (rock - up[c] - crit > SLACK) | (loose & (h - up[c] - talus > SLACK))
+        u |= (rock - up[c + 1] - diag > SLACK) | (loose & (h - up[c + 1] - slope > SLACK))
+        u |= (rock - mid[c - 1] - crit > SLACK) | (loose & (h - mid[c - 1] - talus > SLACK))
+        u |= (rock - mid[c] - crit > SLACK) | (loose & (h - mid[c] - talus > SLACK))
+        u |= (rock - mid[c + 1] - crit > SLACK) | (loose & (h - mid[c + 1] - talus > SLACK))
+        u |= (rock - down[c - 1] - diag > SLACK) | (loose & (h - down[c - 1] - slope > SLACK))
+        u |= (rock - down[c] - crit > SLACK) | (loose & (h - down[c] - talus > SLACK))
+        u |= (rock - down[c + 1] - diag > SLACK) | (loose & (h - down[c + 1] - slope > SLACK))
+        flags[c] = u
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _headroom(k, m, rows, cols, hf):
     """How far cell ``m`` can rise before it is above its talus slope towards a
     neighbour (cell units, >= 0)."""
@@ -419,6 +448,34 @@ def _headroom(k, m, rows, cols, hf):
                 dist = _SQRT2 if (rr != r and cc != c) else 1.0
                 room = min(room, k.talus * dist - (hf[m] - hf[rr * cols + cc]))
     return max(room, 0.0)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment, erodibility,
+                   keys, cells):
+    """Push every cell of rows ``first .. last - 1`` that would move now
+    (:func:`_unstable`) on an empty heap (highest first), in order, marking it
+    ``stamp``; returns the heap's top. (Its own function: inlined, its vector loop
+    made the rest of :func:`_relax_band` slower.)"""
+    rows, cols = height.shape
+    hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
+    kf, qf = erodibility.reshape(-1), queued.reshape(-1)
+    flags = np.zeros(cols, dtype=np.bool_)
+    top = 0
+    for r in range(first, last):
+        inside = 0 < r < rows - 1
+        if inside:
+            _unstable_row(k, r, height, bedrock, sediment, erodibility, flags)
+        for c in range(cols):
+            i = r * cols + c
+            if inside and 0 < c < cols - 1:
+                unstable = flags[c]
+            else:
+                unstable = _unstable(k, i, rows, cols, hf, bf, sf, kf)
+            if unstable:
+                qf[i] = stamp
+                top = heap_push(keys, cells, top, -hf[i], i)
+    return top
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -450,10 +507,8 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, n
     cells = np.empty(hi - lo, dtype=np.int64)
     top = 0
     if everything:  # every cell that would move now
-        for i in range(lo, hi):
-            if _unstable(k, i, rows, cols, hf, bf, sf, kf):
-                qf[i] = stamp
-                top = heap_push(keys, cells, top, -hf[i], i)
+        top = _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment,
+                             erodibility, keys, cells)
     else:
         for y in range(ylo, yhi):
             for j in range(counts[0, y]):
