@@ -410,9 +410,10 @@ def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erod
     """The parallel talus sweep (``_send`` then ``_receive``) in plain Python: every
     cell weathers, loosens rock above its critical slope and sends loose material down
     its talus in proportion to the excess, all against the surface before the sweep.
-    Returns the new surface."""
+    Returns the new surface, each cell's share and each row's largest excess."""
     rows, cols = height.shape
     share = np.zeros_like(height)
+    excess = np.zeros(rows)
     for r in range(rows):
         for c in range(cols):
             near = [(rr, cc, math.sqrt(2.0) if rr != r and cc != c else 1.0)
@@ -425,9 +426,12 @@ def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erod
             crit = k.rock / e if e > 0.0 else math.inf
             rmax = max([0.0] + [bedrock[r, c] - height[m, n] - crit * d for m, n, d in near])
             if rmax > 0.0:
+                excess[r] = max(excess[r], rmax)
                 loose = 0.5 * rmax * e
                 _book(r, c, 0.0, loose, loose, bedrock, sediment, eroded, deposited)
             ex = [max(height[r, c] - height[m, n] - k.talus * d, 0.0) for m, n, d in near]
+            if sediment[r, c] > 1e-12:
+                excess[r] = max(excess[r], max(ex))
             want = min(sediment[r, c], k.settling * 0.5 * max(ex))
             share[r, c] = want / sum(ex) if sum(ex) > 0.0 else 0.0
     new = np.zeros_like(height)
@@ -445,7 +449,7 @@ def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erod
             from_sed = min(out, sediment[r, c])
             _book(r, c, from_sed, out - from_sed, gain, bedrock, sediment, eroded, deposited)
             new[r, c] = bedrock[r, c] + sediment[r, c]
-    return new
+    return new, share, excess
 
 
 def _book(r, c, from_sed, from_rock, lay, bedrock, sediment, eroded, deposited):
@@ -470,13 +474,14 @@ def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data,
     from simcore.processes import thermal
 
     sed = data.draw(arrays(np.float64, heights.shape,
-                           elements=st.sampled_from([0.0, 0.3, 2.0, 15.0])))
-    ero = data.draw(arrays(np.float64, heights.shape, elements=st.sampled_from([0.0, 0.5, 1.0])))
+                           elements=st.sampled_from([0.0, 1e-13, 0.3, 2.0, 15.0])))
+    ero = data.draw(arrays(np.float64, heights.shape,
+                           elements=st.sampled_from([0.0, 0.5, 1.0, 2.0])))
     k = thermal._kernel_params(params, 1.0)
     grids = [heights + sed, heights.copy(), sed.copy(), np.zeros_like(sed),
              data.draw(arrays(np.float64, heights.shape, elements=st.floats(0, 5))), ero]
     want = [g.copy() for g in grids]
-    expect = _talus_sweep_reference(k, *want)
+    expect, expect_share, expect_excess = _talus_sweep_reference(k, *want)
     share, new, excess = np.zeros_like(sed), np.full_like(sed, np.nan), np.zeros(len(sed))
     spans = parallel.chunks(len(sed), bands)
     for first, last in reversed(spans):  # bands are independent: any order
@@ -484,6 +489,8 @@ def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data,
     for first, last in spans:
         thermal._receive(k, first, last, *grids[:5], share, new)
     np.testing.assert_allclose(new, expect, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(share, expect_share, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(excess, expect_excess, rtol=1e-12, atol=1e-12)
     for got, ref in zip(grids[1:5], want[1:5]):
         np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
@@ -495,7 +502,7 @@ def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, 
     """The first sweep of a relaxation tests a row at a time on the vector units; it
     must list the same cells as the one-cell test the later sweeps use, edges and
     corners, bare rock, hard rock and loose ground alike, in any row bands."""
-    from simcore.kernels import heap_pop
+    from simcore.kernels import heap_pop, heap_push
     from simcore.processes import thermal
 
     sed = data.draw(arrays(np.float64, heights.shape,
@@ -515,6 +522,15 @@ def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, 
         keys, cells = np.empty(rows * cols), np.empty(rows * cols, dtype=np.int64)
         top = thermal._push_unstable(k, first, last, 5, queued, height, heights, sed, ero,
                                      keys, cells)
+        # the same heap, entry for entry, as pushing the one-cell test's cells in order
+        # (equal heights leave the heap in the order they were pushed)
+        ref_keys, ref_cells, ref_top = np.empty(rows * cols), np.empty_like(cells), 0
+        for i in range(first * cols, last * cols):
+            if i in want:
+                ref_top = heap_push(ref_keys, ref_cells, ref_top, -height.flat[i], i)
+        assert top == ref_top
+        assert np.array_equal(keys[:top], ref_keys[:top])
+        assert np.array_equal(cells[:top], ref_cells[:top])
         while top > 0:
             _, i, top = heap_pop(keys, cells, top)
             assert first * cols <= i < last * cols

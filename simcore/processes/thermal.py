@@ -249,7 +249,8 @@ def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus
     sent and gains its share of what each higher neighbour sent. Reads ``height``
     (state before the sweep) and the shares, writes its own cells only. A cell that
     neither sends nor has a neighbour that sends (most cells) only gets its new surface
-    (its material changed by weathering and loosening alone)."""
+    (its material changed by weathering and loosening alone; a record of -0.0 stays
+    -0.0 there, which the full step would write as +0.0)."""
     rows, cols = height.shape
     for r in range(first, last):
         r0 = max(r - 1, 0)
