@@ -213,7 +213,7 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
             # one scan of the neighbours for both tests: the loosening below keeps the
             # surface, and no cell's height is written in this sweep
             crit = _critical(k.rock, erodibility[r, c])
-            if r0 < r < r1 and c0 < c < c1:  # inside: three by three, unrolled
+            if r0 < r < r1 and c0 < c < c1:  # inside: a fixed three by three, no clamps
                 rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r - 1, r + 1,
                                               c - 1, c + 1, h, bedrock[r, c])
             else:
@@ -258,7 +258,7 @@ def _receive(k, first, last, height, bedrock, sediment, eroded, deposited, talus
         for c in range(cols):
             c0 = max(c - 1, 0)
             c1 = min(c + 1, cols - 1)
-            if r0 < r < r1 and c0 < c < c1:  # inside: three by three, unrolled
+            if r0 < r < r1 and c0 < c < c1:  # inside: a fixed three by three, no clamps
                 sends = _any_share(talus_share, r - 1, r + 1, c - 1, c + 1)
             else:
                 sends = _any_share(talus_share, r0, r1, c0, c1)
