@@ -266,17 +266,23 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
     pids = client.run(os.getpid)
     killed: list = []
 
+    def tile_tasks(addr):
+        return [k for k in client.processing().get(addr, ()) if "tile_task" in str(k)]
+
     def killer():
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
-            for addr, keys in client.processing().items():
-                running = [k for k in keys if "tile_task" in str(k)]
-                if running and addr in pids:
-                    time.sleep(0.3)  # into the tile
-                    os.kill(pids[addr], signal.SIGKILL)
-                    killed.append(running[0])
+            for addr in client.processing():
+                if tile_tasks(addr) and addr in pids:
+                    time.sleep(0.05)  # into the tile
+                    # the tile it holds now: a short tile may have ended meanwhile (a
+                    # tile takes well under a second), and a kill then re-runs the next
+                    running = tile_tasks(addr)
+                    if running:
+                        os.kill(pids[addr], signal.SIGKILL)
+                        killed.append(running[0])
                     break
-            time.sleep(0.1)
+            time.sleep(0.02)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
