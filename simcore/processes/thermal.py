@@ -213,12 +213,8 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
             # one scan of the neighbours for both tests: the loosening below keeps the
             # surface, and no cell's height is written in this sweep
             crit = _critical(k.rock, erodibility[r, c])
-            if r0 < r < r1 and c0 < c < c1:  # inside: a fixed three by three, no clamps
-                rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r - 1, r + 1,
-                                              c - 1, c + 1, h, bedrock[r, c])
-            else:
-                rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r0, r1, c0, c1,
-                                              h, bedrock[r, c])
+            rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r0, r1, c0, c1, h,
+                                          bedrock[r, c])
             if rmax > 0.0:
                 worst = max(worst, rmax)
                 loose = 0.5 * rmax * min(erodibility[r, c], 1.0)
