@@ -266,18 +266,18 @@ def test_a_killed_worker_leaves_the_result_bit_identical(world, runs, client, tm
     pids = client.run(os.getpid)
     killed: list = []
 
-    def tile_tasks(addr):
-        return [k for k in client.processing().get(addr, ()) if "tile_task" in str(k)]
+    def tile_tasks(keys):
+        return [k for k in keys if "tile_task" in str(k)]
 
     def killer():
         deadline = time.monotonic() + 120
         while not killed and time.monotonic() < deadline:
-            for addr in client.processing():
-                if tile_tasks(addr) and addr in pids:
+            for addr, keys in client.processing().items():
+                if tile_tasks(keys) and addr in pids:
                     time.sleep(0.05)  # into the tile
                     # the tile it holds now: a short tile may have ended meanwhile (a
                     # tile takes well under a second), and a kill then re-runs the next
-                    running = tile_tasks(addr)
+                    running = tile_tasks(client.processing().get(addr, ()))
                     if running:
                         os.kill(pids[addr], signal.SIGKILL)
                         killed.append(running[0])
