@@ -33,11 +33,12 @@ _set_numba_cache()
 CORE_PROBLEM = _numba_problem()
 
 if CORE_PROBLEM:
-    from . import core_missing
+    from .features import core_missing
 
     _modules: tuple = ()
 else:
-    from . import (  # noqa: E402
+    from .data import warmup
+    from .features import (
         bake,
         batch,
         engine_tiles,
@@ -45,16 +46,13 @@ else:
         masks,
         material,
         operators,
-        overlay,
         panels,
         preferences,
-        presets_ui,
-        properties,
         report_ui,
         ridges,
-        warmup,
         water_data,
     )
+    from .ui import overlay, presets_ui, properties
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
                 export, water_data, bake, ridges, masks, warmup, report_ui, material,

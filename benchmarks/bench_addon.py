@@ -28,7 +28,7 @@ def _live_ticks(te, bpy, obj, seconds: float, gui: bool) -> dict:
     """Tick like the modal Erode (timer every 20 ms) for ``seconds``: our longest tick
     after the first frame and during it (new layers are made then), the median tick,
     frames written; with ``gui``, Blender's time after our writes (depsgraph, normals)."""
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.prepare_live()  # the water object, made when the modal Erode starts
     job.live_update = 0.2  # the Viewport Update default
     first, steady, ticks, blender, waits = [], [], [], [], []
@@ -89,10 +89,10 @@ def _grid_mesh(bpy, n: int, cell: float = 1.0):
     """An n x n quad grid built from numpy (primitive_grid_add takes 13 s at 2048²);
     with ``cell`` other than 1, the generator's uplands on cells of that size. Its Real
     Size is its own extent: the benchmarks' figures are for cells of ``cell`` metres."""
-    from terrain_erosion.export import make_grid_object
+    from terrain_erosion.features.export import make_grid_object
     z = np.zeros((n, n))
     if cell != 1.0:  # the generator's uplands (relief 0.12 x the extent)
-        from terrain_erosion.simcore.noise import upland_terrain
+        from terrain_erosion.simcore.generators.noise import upland_terrain
         z = upland_terrain(n, n, seed=1, cell_size=cell)
     obj = make_grid_object(f"grid{n}", z, cell, cell, 0.0, 0.0)
     obj.terrain_erosion.real_size = (n - 1) * cell  # 1:1: cells of ``cell`` metres
@@ -115,7 +115,7 @@ def run(quick: bool) -> list[dict]:
     from tools.stage import import_staged
     te = import_staged()
     from terrain_erosion.simcore.formats.presets import find_preset
-    from terrain_erosion.simcore.noise import fractal_terrain
+    from terrain_erosion.simcore.generators.noise import fractal_terrain
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     te.register()
@@ -123,14 +123,14 @@ def run(quick: bool) -> list[dict]:
     try:
         for n in (256, 512, 1024) if quick else (256, 512, 1024, 2048):
             obj = _grid_mesh(bpy, n)
-            co = te.grid.read_positions(obj.data)
+            co = te.data.grid.read_positions(obj.data)
             co[:, 2] = fractal_terrain(n, seed=1).ravel()
             obj.data.attributes["position"].data.foreach_set("vector", co.ravel())
             obj.terrain_erosion.particles = 10**8
-            read = _best(lambda o=obj: te.grid.detect_grid(o.data))
-            job = te.job.ErosionJob(obj)
-            job.outputs = list(te.grid.FLOAT_LAYERS)  # every layer, as with all processes
-            job.writer = te.writeback.Writer(job.grid, job.scale, job.positions,
+            read = _best(lambda o=obj: te.data.grid.detect_grid(o.data))
+            job = te.data.job.ErosionJob(obj)
+            job.outputs = list(te.data.grid.FLOAT_LAYERS)  # every layer, as with all processes
+            job.writer = te.data.writeback.Writer(job.grid, job.scale, job.positions,
                                              job.outputs, True, False, False, None)
             job.sim.run_round()
             write = _best(lambda j=job, o=obj: j.write(o))
@@ -143,7 +143,7 @@ def run(quick: bool) -> list[dict]:
                 row["tick_droplets_ms"] = round(_best(lambda j=job: j.tick(0.04)) * 1e3, 1)
                 obj.terrain_erosion.apply_preset(find_preset("default"))
                 obj.terrain_erosion.particles = 10**8
-                job = te.job.ErosionJob(obj)
+                job = te.data.job.ErosionJob(obj)
                 job.live_update = 0.0
                 job.tick(0.04)
                 row["tick_default_preset_ms"] = round(

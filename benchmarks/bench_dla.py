@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import time
 
-from simcore import dla
+from simcore.generators import ridges as dla
 
 
 def _warm_up() -> None:

@@ -44,9 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 from benchmarks.reference.port import library, port_available, port_batch  # noqa: E402
 from benchmarks.reference.reference import run_reference  # noqa: E402
-from simcore import parallel  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
-from simcore.noise import upland_terrain  # noqa: E402
+from simcore.generators.noise import upland_terrain  # noqa: E402
+from simcore.kernels import parallel  # noqa: E402
 from simcore.processes.droplets import run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 

@@ -28,7 +28,7 @@ def run(quick: bool) -> list[dict]:
     from benchmarks.bench_addon import _grid_mesh
     from tools.stage import import_staged
     te = import_staged()
-    from terrain_erosion.simcore.noise import fractal_terrain
+    from terrain_erosion.simcore.generators.noise import fractal_terrain
 
     rows = []
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -39,7 +39,7 @@ def run(quick: bool) -> list[dict]:
             frames = 6 if quick else 12
             obj = _grid_mesh(bpy, n)
             z = fractal_terrain(n, seed=3, relief=n / 8).astype(np.float32)
-            co = te.grid.read_positions(obj.data)
+            co = te.data.grid.read_positions(obj.data)
             co[:, 2] = z.ravel()
             obj.data.attributes["position"].data.foreach_set("vector", co.ravel())
             obj.data.update()
@@ -52,16 +52,16 @@ def run(quick: bool) -> list[dict]:
                 obj.terrain_bake.compress = compress
                 obj.terrain_bake.playback = True
                 t0 = time.perf_counter()
-                manifest = te.bake.bake(obj, 1, frames, 2000)
+                manifest = te.features.bake.bake(obj, 1, frames, 2000)
                 bake_s = time.perf_counter() - t0
                 scene = bpy.context.scene
                 cold = []
                 for f in range(frames, 0, -2):  # jumps: never prefetched, read from disk
-                    te.bake._state.clear()
+                    te.features.bake._state.clear()
                     t0 = time.perf_counter()
                     scene.frame_set(f)
                     cold.append(time.perf_counter() - t0)
-                te.bake._state.clear()
+                te.features.bake._state.clear()
                 scene.frame_set(1)
                 play = []
                 for f in range(2, frames + 1):  # playback at 24 fps: Blender draws between
@@ -93,16 +93,16 @@ def run(quick: bool) -> list[dict]:
             n = 512 if quick else 1024
             obj = _grid_mesh(bpy, n)
             z = fractal_terrain(n, seed=4, relief=n / 8).astype(np.float32)
-            g = te.grid.detect_grid(obj.data)
-            te.grid.write_heights(obj.data, g, te.grid.read_positions(obj.data), z)
+            g = te.data.grid.detect_grid(obj.data)
+            te.data.grid.write_heights(obj.data, g, te.data.grid.read_positions(obj.data), z)
             rng = np.random.default_rng(0)
             for name in ("te_bedrock", "te_sediment_depth", "te_eroded", "te_deposited",
                          "te_stream", "te_pool_depth", "te_vegetation"):
-                te.grid.write_float_layer(obj.data, name, g, rng.random((n, n)) ** 4)
+                te.data.grid.write_float_layer(obj.data, name, g, rng.random((n, n)) ** 4)
             out = Path(tmp) / "maps"
             out.mkdir()
             t0 = time.perf_counter()
-            files = te.export.export_maps(obj, out, "bench")
+            files = te.features.export.export_maps(obj, out, "bench")
             rows.append({"name": f"export all maps {n}²", "files": len(files),
                          "seconds": time.perf_counter() - t0,
                          "MB": sum(f.stat().st_size for f in files) / 2**20})

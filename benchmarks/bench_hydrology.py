@@ -37,8 +37,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from simcore.kernels import rain_cdf, start_position, stream_state  # noqa: E402
-from simcore.noise import fractal_terrain  # noqa: E402
+from simcore.generators.noise import fractal_terrain  # noqa: E402
+from simcore.kernels.primitives import rain_cdf, start_position, stream_state  # noqa: E402
 from simcore.processes import hydrology  # noqa: E402
 from simcore.processes.hydrology import HydrologyParams, article_rain_volume, run_batch  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402

@@ -29,10 +29,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from simcore import landforms  # noqa: E402
+from simcore.analysis import landforms  # noqa: E402
+from simcore.engine.simulation import Simulation  # noqa: E402
 from simcore.formats.presets import find_preset, preset_files  # noqa: E402
-from simcore.noise import fractal_terrain  # noqa: E402
-from simcore.simulation import Simulation  # noqa: E402
+from simcore.generators.noise import fractal_terrain  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def generated(size: int, seed: int, old: bool, extent_cells: int = 0
     with ``extent_cells`` the world is as wide as that many 30 m cells (finer cells)."""
     if old:
         return fractal_terrain(size, seed=seed), 1.0
-    from simcore.noise import DEFAULT_CELL_SIZE, upland_terrain
+    from simcore.generators.noise import DEFAULT_CELL_SIZE, upland_terrain
     cell = DEFAULT_CELL_SIZE * (extent_cells or size) / size
     return upland_terrain(size, seed=seed, cell_size=cell), cell
 

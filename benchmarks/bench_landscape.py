@@ -26,12 +26,13 @@ import time
 import numpy as np
 
 from benchmarks.reference.fastscape import fastscape_available, run_fastscape
-from simcore import landforms, parallel
+from simcore.analysis import landforms
+from simcore.analysis.landforms import correlation
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import load_preset, preset_files
-from simcore.landforms import correlation
-from simcore.noise import fractal_terrain, upland_terrain
+from simcore.generators.noise import fractal_terrain, upland_terrain
+from simcore.kernels import parallel
 from simcore.processes import landscape
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 PARAMS = {"uplift": 1e-3, "k": 2e-5, "m": 0.45, "n": 1.0, "diffusivity": 0.01}

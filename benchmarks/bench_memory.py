@@ -1,6 +1,6 @@
 """Memory a run needs, measured: the peak resident memory (``ru_maxrss``) of child
 processes at two grid sizes; the slope between them is the bytes per cell, compared
-with the estimate the runs are checked against (simcore/memory.py).
+with the estimate the runs are checked against (simcore/engine/memory.py).
 
 - ``cli <process>``: ``python -m simcore erode`` with that process alone (its default
   parameters, 30 m cells, one round), and with the default preset;
@@ -46,7 +46,7 @@ def rss():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
 before = rss()
-job = te.job.ErosionJob(obj)
+job = te.data.job.ErosionJob(obj)
 job.prepare_live()
 job.live_update = 0.0
 end = time.perf_counter() + 300
@@ -55,7 +55,7 @@ while job.frames_written < 2 and time.perf_counter() < end:
     time.sleep(0.005)
 job.finish()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-estimate = te.simcore.memory.bytes_per_cell(job.sim.processes, job.bytes_per_vertex())
+estimate = te.simcore.engine.memory.bytes_per_cell(job.sim.processes, job.bytes_per_vertex())
 print(json.dumps({"before": before, "peak": peak, "estimate": estimate}))
 """
 
@@ -72,10 +72,10 @@ def _peak(args: list[str], cwd: Path) -> int:
 def _cli_rows(sizes: tuple[int, int], tmp: Path) -> list[dict]:
     import numpy as np
 
+    from simcore.engine.memory import bytes_per_cell
+    from simcore.engine.simulation import PROCESSES
     from simcore.formats.presets import find_preset
-    from simcore.memory import bytes_per_cell
-    from simcore.noise import fractal_terrain
-    from simcore.simulation import PROCESSES
+    from simcore.generators.noise import fractal_terrain
 
     heights = {}
     for n in (16, *sizes):

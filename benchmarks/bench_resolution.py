@@ -86,9 +86,10 @@ BYTES_TARGET = 250.0  #: marginal peak memory per cell
 CHILD = r"""
 import dataclasses, gc, hashlib, json, os, resource, sys, time
 import numpy as np
-from simcore import cli, parallel
+from simcore.cli import main as cli
+from simcore.kernels import parallel
 from simcore.formats.presets import find_preset
-from simcore.simulation import PROCESSES
+from simcore.engine.simulation import PROCESSES
 
 preset, src, cell, out, threads, warm, warm_cell, warm_particles = sys.argv[1:9]
 extra = ["--particles", sys.argv[9]] if len(sys.argv) > 9 else []

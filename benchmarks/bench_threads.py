@@ -2,7 +2,7 @@
 preset) with 1 and 2 threads, on an idle machine and with one core kept busy by a
 spinning process.
 
-The kernels run on plain Python threads (simcore/parallel.py: numba kernels release
+The kernels run on plain Python threads (simcore/kernels/parallel.py: numba kernels release
 the GIL, idle threads sleep, droplet strips start as soon as their neighbours allow).
 Each condition runs in a fresh process with a warm numba cache; rows give seconds (best
 of 3) and ``ratio`` = 2-thread / 1-thread time in the same condition, and ``same`` = the
@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 SCRIPT = r"""
 import hashlib, json, sys, time
-from simcore import parallel
-from simcore.noise import fractal_terrain
-from simcore.simulation import Simulation, process_params
+from simcore.kernels import parallel
+from simcore.generators.noise import fractal_terrain
+from simcore.engine.simulation import Simulation, process_params
 from simcore.terrain import Terrain
 n, particles = int(sys.argv[1]), int(sys.argv[2])
 heights = fractal_terrain(n, seed=3, relief=n / 8)
@@ -53,10 +53,10 @@ print("RESULT " + json.dumps({"t1": out[1][0], "t2": out[2][0],
 SHARES = r"""
 import dataclasses, json, sys, time
 from simcore.formats.presets import find_preset
-from simcore.noise import fractal_terrain
-from simcore.simulation import PROCESSES, Simulation
+from simcore.generators.noise import fractal_terrain
+from simcore.engine.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
-from simcore import parallel
+from simcore.kernels import parallel
 n, particles = int(sys.argv[1]), int(sys.argv[2])
 spent = {}
 for name, proc in list(PROCESSES.items()):

@@ -35,8 +35,8 @@ CELL = 30.0
 
 TILED_CHILD = r"""
 import json, resource, sys, time
-from simcore import tiles
-from simcore.cluster import client
+from simcore.distributed import tiles
+from simcore.distributed.cluster import client
 from simcore.formats.presets import find_preset
 
 def peak():
@@ -84,7 +84,7 @@ if __name__ == "__main__":
 #: the CLI's erode in a child that prints its own peak resident memory (bytes)
 ERODE_CHILD = (
     "import json, resource, sys\n"
-    "from simcore.cli import main\n"
+    "from simcore.cli.main import main\n"
     "code = main(json.loads(sys.argv[1]))\n"
     "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)\n"
     "sys.exit(code)\n")
@@ -127,7 +127,7 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     import numpy as np
     import zarr
 
-    from simcore import tiles
+    from simcore.distributed import tiles
     from simcore.formats.states import load_heights
     attrs = dict(zarr.open_group(tiled, mode="r").attrs)
     h0, ha, hb = load_heights(src), _heights(one), _heights(tiled)
@@ -171,7 +171,7 @@ def seam_picture(src: str, one: str, tiled: str, path: str, crop: int = 384) -> 
     99th percentile of |tiled - one tile| (written into the attribute printed)."""
     import numpy as np
 
-    from simcore import tiles
+    from simcore.distributed import tiles
     from simcore.formats import images
     a, _ = tiles.load_world(one)
     b, attrs = tiles.load_world(tiled)

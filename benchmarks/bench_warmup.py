@@ -4,7 +4,7 @@
     python -m benchmarks.bench_warmup [--quick] [--core]
 
 Rows:
-- ``core: <step>``: the jobs of simcore/prepare.py (what the add-on's warm-up runs),
+- ``core: <step>``: the jobs of simcore/cli/prepare.py (what the add-on's warm-up runs),
   in the add-on's order, in a fresh Python process with its own empty NUMBA_CACHE_DIR
   (cold), then again in a new process on the filled directory (warm). Wall and CPU
   seconds per job; a kernel shared by several processes is compiled by the first job
@@ -13,7 +13,7 @@ Rows:
 - ``core: total (new process, in process | N helpers)``: Python start + imports + every
   job, wall and CPU (the child's ``RUSAGE_CHILDREN``, its helper processes included);
   with N helpers the jobs compile in N helper processes in parallel and the process
-  loads each from numba's cache when a helper has done it (simcore.prepare.run, what
+  loads each from numba's cache when a helper has done it (simcore.cli.prepare.run, what
   the add-on does with 2 or more threads allowed); ``default_ready_s``: up to the end
   of the default preset's jobs (its processes and the write-back: when the add-on
   offers Erode for it); with helpers also ``cpu_path_default_s`` / ``cpu_path_all_s``:
@@ -23,7 +23,7 @@ Rows:
   functions whose own compile took longest (numba compile events, callees excluded);
   ``load``: the 1-minute load average before and after.
 - ``add-on: ...`` (bpy module): register, then the background warm-up
-  (addon/warmup.py): ``erode_available_s`` = until Erode can run for the default
+  (addon/data/warmup.py): ``erode_available_s`` = until Erode can run for the default
   preset, ``ready_s`` = until the whole core is ready, ``worst_gap_ms`` = the longest
   the main thread waited meanwhile (a 5 ms sleep loop standing in for Blender's UI),
   ``erode_s`` = a following Erode (default preset, 64², 3000 particles); ``helpers`` =
@@ -53,7 +53,7 @@ CORE = r"""
 import json, sys, time
 wall0, cpu0 = time.perf_counter(), time.process_time()
 from numba.core import event
-from simcore.prepare import run, steps
+from simcore.cli.prepare import run, steps
 out = {"import_s": time.perf_counter() - wall0, "import_cpu_s": time.process_time() - cpu0}
 spans, stack = {}, []
 
@@ -100,18 +100,18 @@ t_reg = time.perf_counter()
 out = {"register_s": t_reg - t0}
 worst = 0.0
 if sys.argv[1].startswith("warm-up"):
-    te.warmup.start(0 if sys.argv[1] == "warm-up in process" else None)
-    wanted = te.warmup.enabled_processes(obj)
+    te.data.warmup.start(0 if sys.argv[1] == "warm-up in process" else None)
+    wanted = te.data.warmup.enabled_processes(obj)
     available, last = None, time.perf_counter()
-    while te.warmup.status().busy:
-        if available is None and te.warmup.status().ready_for(wanted):
+    while te.data.warmup.status().busy:
+        if available is None and te.data.warmup.status().ready_for(wanted):
             available = time.perf_counter() - t_reg
             assert bpy.ops.terrain.erode.poll(), "Erode is offered"
         time.sleep(0.005)
         now = time.perf_counter()
         worst, last = max(worst, now - last - 0.005), now
-    st = te.warmup.wait()
-    assert st.state == te.warmup.READY, st
+    st = te.data.warmup.wait()
+    assert st.state == te.data.warmup.READY, st
     ready = time.perf_counter() - t_reg
     out.update(erode_available_s=available or ready, ready_s=ready, helpers=st.helpers)
 t1 = time.perf_counter()
@@ -142,7 +142,7 @@ def _child(code: str, args: list[str], cache: Path, cwd: Path) -> tuple[dict, fl
 
 def core_rows(helpers: int = 0) -> list[dict]:
     """Cold and warm rows of the prepare jobs; with ``helpers`` >= 2 they compile in
-    that many helper processes (simcore.prepare.run), and the CPU includes theirs."""
+    that many helper processes (simcore.cli.prepare.run), and the CPU includes theirs."""
     load0 = os.getloadavg()[0]
     first, arg = json.dumps(DEFAULT_FIRST), str(helpers)
     with tempfile.TemporaryDirectory(prefix="te-numba-") as tmp:
@@ -187,7 +187,7 @@ def addon_rows(quick: bool) -> list[dict]:
 
 
 def run(quick: bool, core_only: bool = False) -> list[dict]:
-    from simcore.prepare import MOST_HELPERS
+    from simcore.cli.prepare import MOST_HELPERS
     rows = core_rows() + core_rows(max(2, min(MOST_HELPERS, os.cpu_count() or 1)))
     return rows if core_only else rows + addon_rows(quick)
 

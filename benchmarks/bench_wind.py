@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.processes import thermal, wind
 from simcore.terrain import Terrain
 

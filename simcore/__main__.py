@@ -1,7 +1,7 @@
-"""``python -m simcore``: see :mod:`simcore.cli`."""
+"""``python -m simcore``: see :mod:`simcore.cli.main`."""
 
 import sys
 
-from .cli import main
+from .cli.main import main
 
 sys.exit(main())

@@ -7,7 +7,7 @@ scene untouched, the batch command exits 2. Anything else escaping is a bug.
 ``UserError`` derives from ``ValueError`` so older ``except ValueError`` code still
 catches it. The older names stay importable where they were:
 ``simcore.params.ParameterError``, ``simcore.terrain.TerrainError``,
-``simcore.formats.presets.PresetError``, ``simcore.cli.CliError``.
+``simcore.formats.presets.PresetError``, ``simcore.cli.main.CliError`` (defined here).
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class OutputPathError(UserError):
 
 class ResourceError(UserError):
     """Not enough memory or disk space for the requested work."""
+
+
+class CliError(UserError):
+    """A mistake in a command line's arguments: printed as one line, exit code 2,
+    nothing written."""
 
 
 def describe_os_error(exc: OSError, path: object, doing: str = "write") -> str:

@@ -57,7 +57,8 @@ def _temp_prefix(target: Path) -> str:
     return f".{target.name}.te-"
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (always True where that cannot be told)."""
     if os.name != "posix":
         return True
     try:
@@ -88,7 +89,7 @@ def sweep_stale_temps(target: Path) -> list[Path]:
             continue
         try:
             old = time.time() - sib.stat().st_mtime > STALE_SECONDS
-            if pid != os.getpid() and (not _pid_alive(pid) or (os.name != "posix" and old)):
+            if pid != os.getpid() and (not pid_alive(pid) or (os.name != "posix" and old)):
                 sib.unlink()
                 removed.append(sib)
         except OSError:

@@ -13,6 +13,10 @@ from typing import Any
 
 from .errors import UserError
 
+#: Every seed of the project (presets, states, ridges, the command line, the add-on):
+#: 64-bit, as the counter-based random streams take them.
+SEED_RANGE = (0, 2**63 - 1)
+
 
 class ParameterError(UserError):
     """A parameter value is unknown, of the wrong type or out of its documented range."""

@@ -6,7 +6,7 @@ The simulation, the presets, the CLI, the add-on's properties, panels and layers
 means adding its module (with its descriptor), its preset keys and its tests. Nothing
 outside a process's module names it: what is special about a process (it holds
 standing water, it is on in a new terrain's settings, ...) is a field of its
-descriptor, and the add-on's extra widgets for it are an entry of ``addon/process_ui.py``.
+descriptor, and the add-on's extra widgets for it are an entry of ``addon/ui/process_ui.py``.
 """
 
 from __future__ import annotations
@@ -74,6 +74,6 @@ class Process(Generic[P]):
     #: and the CLI say for themselves which processes run
     enabled_by_default: bool = False
     #: bytes a grid cell costs while the process works, beyond the terrain's arrays
-    #: (its scratch grids; measured: the table in simcore/memory.py); 0 for work per
+    #: (its scratch grids; measured: the table in simcore/engine/memory.py); 0 for work per
     #: particle
     bytes_per_cell: int = 0

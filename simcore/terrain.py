@@ -24,7 +24,7 @@ def fields() -> dict[str, Field]:
 
 MIN_SIDE = 3
 #: Largest grid simcore makes, reads or erodes (cells per side; far beyond any Blender
-#: mesh, see addon/grid.py MAX_VERTICES); memory is checked separately.
+#: mesh, see addon/data/grid.py MAX_VERTICES); memory is checked separately.
 MAX_SIDE = 16384
 MAX_CELLS = MAX_SIDE * MAX_SIDE
 #: Allowed cell sizes (world units): wide enough for millimetre to continental grids,
@@ -106,7 +106,9 @@ def range_error(name: str, big: float) -> TerrainError:
                         "or use a larger cell size")
 
 
-def _as_float_grid(name: str, value: Any, shape: tuple[int, ...] | None) -> np.ndarray:
+def as_float_grid(name: str, value: Any, shape: tuple[int, ...] | None) -> np.ndarray:
+    """``value`` as a float64 grid named ``name`` (of ``shape`` when given), refused
+    with a message that names it when it is not numbers, not 2-D, or out of range."""
     arr = np.asarray(value)
     if arr.dtype.kind not in "iuf":
         raise TerrainError(
@@ -186,7 +188,7 @@ class Terrain:
         if world_units and raw.dtype.kind in "iuf":
             with np.errstate(over="ignore"):
                 raw = raw / cell_size
-        bedrock = _as_float_grid("heights", raw, None)
+        bedrock = as_float_grid("heights", raw, None)
         slots = {name: slot for slot, name in enumerate(fields())}
         if not world_units or bedrock.ctypes.data % _PAGE != _offset(slots["bedrock"]):
             bedrock = _placed(bedrock, slots["bedrock"])  # a copy when not world units
@@ -246,7 +248,7 @@ class Terrain:
         shape = None
         for name, f in fields().items():
             lo, hi = f.lo, f.hi
-            arr = _as_float_grid(name, getattr(self, name), shape)
+            arr = as_float_grid(name, getattr(self, name), shape)
             shape = arr.shape
             if lo is not None and (arr < lo).any():
                 raise TerrainError(f"'{name}' has values below {lo:g} (min {arr.min():g})")

@@ -49,7 +49,7 @@ def set_z(me, z) -> None:
 
 def add_grid(bpy, n=32, size=2.0, relief=0.4, seed=1, name=None):
     """An Add > Mesh > Grid with fractal hills (row-major, x fastest)."""
-    from terrain_erosion.simcore.noise import fractal_terrain
+    from terrain_erosion.simcore.generators.noise import fractal_terrain
     bpy.ops.mesh.primitive_grid_add(x_subdivisions=n - 1, y_subdivisions=n - 1, size=size)
     obj = bpy.context.active_object
     if name:
@@ -92,8 +92,8 @@ def numpy_grid(bpy, n: int, cell: float = 1.0, relief: float = 3.0, seed: int = 
                name: str = "Big"):
     """An n x n quad grid of ``cell`` spacing built from numpy, with fractal hills
     (primitive_grid_add takes seconds at 1024², 13 s at 2048²); the active object."""
-    from terrain_erosion.export import make_grid_object
-    from terrain_erosion.simcore.noise import fractal_terrain
+    from terrain_erosion.features.export import make_grid_object
+    from terrain_erosion.simcore.generators.noise import fractal_terrain
     z = fractal_terrain(n, seed=seed) * relief * cell
     obj = make_grid_object(name, z, cell, cell, 0.0, 0.0)
     bpy.context.view_layer.objects.active = obj
@@ -153,7 +153,7 @@ def render_pixels(bpy, te, engine: str, path, size: int, frame: int | None = Non
     ``path`` (PNG) and return its pixels (rows, cols, RGBA floats). ``plain_srgb``: the
     Standard view transform, so brightness keeps the albedos' order."""
     scene = bpy.context.scene
-    scene.render.engine = te.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
+    scene.render.engine = te.data.compat.eevee_engine() if engine == "BLENDER_EEVEE" else engine
     scene.render.resolution_x = scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
     if plain_srgb:

@@ -28,7 +28,7 @@ BATCH_CAP = 64
 def small_batches(name: str, cap: int = BATCH_CAP):
     """Process ``name``'s default parameters with its batch capped at ``cap`` (the same
     rule for every process: none is named)."""
-    from simcore.simulation import process_params
+    from simcore.engine.simulation import process_params
 
     p = process_params(name)
     return p.replace(batch=min(int(p.batch), cap))
@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def hills():
     """A 64x64 fractal terrain (cell units, relief 16)."""
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     return fractal_terrain(64, seed=5)
 
 

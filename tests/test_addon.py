@@ -63,7 +63,7 @@ def test_operators_poll_false_with_a_reason(blender):
 
 def test_grid_detection_in_any_vertex_order_and_transform(blender):
     obj = add_grid(bpy, n=24)
-    g0 = te.grid.detect_grid(obj.data)
+    g0 = te.data.grid.detect_grid(obj.data)
     z0 = positions(obj.data)[:, 2][g0.order].reshape(g0.rows, g0.cols)
     bpy.ops.object.mode_set(mode='EDIT')
     bpy.ops.mesh.sort_elements(type='RANDOMIZE', elements={'VERT'}, seed=3)
@@ -71,7 +71,7 @@ def test_grid_detection_in_any_vertex_order_and_transform(blender):
     obj.location = (3, -2, 1)
     obj.rotation_euler = (0.3, 0.2, 1.1)
     obj.scale = (2, 2, 0.5)
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     assert (g.rows, g.cols) == (24, 24)
     assert not np.array_equal(g.order, g0.order), "vertices really were shuffled"
     z = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols)
@@ -86,7 +86,7 @@ def test_non_square_cells_are_detected(blender):
     co[:, 0] *= 3.0
     me.attributes["position"].data.foreach_set("vector", co.ravel())
     me.update()
-    g = te.grid.detect_grid(me)
+    g = te.data.grid.detect_grid(me)
     assert (g.rows, g.cols) == (10, 20)
     assert g.cell_x == pytest.approx(6 / 19, rel=1e-5) and g.cell_y == pytest.approx(2 / 9,
                                                                                     rel=1e-5)
@@ -98,8 +98,8 @@ def _refused(obj, expected: str):
     before = mesh_state(obj.data)
     msg = poll_message(bpy.ops.terrain.erode)
     assert expected in msg, msg
-    with pytest.raises(te.grid.GridError, match=expected):
-        te.job.ErosionJob(obj)
+    with pytest.raises(te.data.grid.GridError, match=expected):
+        te.data.job.ErosionJob(obj)
     assert same_state(before, mesh_state(obj.data)), "a refused mesh is bit-identical"
 
 
@@ -143,11 +143,11 @@ def test_run_writes_simcore_heights_and_documented_layers(blender):
     obj.terrain_erosion.real_size = 4.0  # 1:1, so simcore sees the local numbers
     obj.terrain_erosion.seed = 11
     obj.terrain_erosion.particles = 4000
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     z0 = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     assert bpy.ops.terrain.erode() == {'FINISHED'}
 
-    sim_mod = te.simcore.simulation
+    sim_mod = te.simcore.engine.simulation
     terrain = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
     droplet_params = te.simcore.processes.droplets.DropletParams
     assert obj.terrain_erosion.enabled_params() == {
@@ -184,11 +184,11 @@ def test_cancel_restores_heights_and_layers_exactly(blender):
     assert bpy.ops.terrain.erode() == {'FINISHED'}  # existing layers must come back too
     before = mesh_state(obj.data)
     obj.terrain_erosion.particles = 50000
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.live_update = 0.0  # write the mesh on every tick
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
-    assert te.operators.tick(job, rt, budget=0.0) == "running"
-    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "running"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "running"
     assert not same_state(before, mesh_state(obj.data)), "the ticks wrote the mesh"
     assert 0 < rt.progress < 1 and "particles" in rt.status
     job.cancel()
@@ -198,16 +198,16 @@ def test_cancel_restores_heights_and_layers_exactly(blender):
 def test_stop_keeps_the_result_and_deleting_the_object_ends_cleanly(blender):
     obj = add_grid(bpy, n=32)
     obj.terrain_erosion.particles = 50000
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
-    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "running"
     rt.stop_requested = True
-    assert te.operators.tick(job, rt) == "stop"
+    assert te.features.operators.tick(job, rt) == "stop"
     job.finish()
     assert obj.terrain_erosion.rounds_done == 1
-    job2 = te.job.ErosionJob(obj)
+    job2 = te.data.job.ErosionJob(obj)
     bpy.data.objects.remove(obj)
-    assert te.operators.tick(job2, rt := types.SimpleNamespace(
+    assert te.features.operators.tick(job2, rt := types.SimpleNamespace(
         stop_requested=False, progress=0.0, status=""), budget=0.0) == "ended"
     assert "deleted" in rt.status
     job2.cancel()  # nothing to restore, and no error
@@ -216,16 +216,16 @@ def test_stop_keeps_the_result_and_deleting_the_object_ends_cleanly(blender):
 def test_loading_another_file_mid_run_ends_it_cleanly(blender, tmp_path):
     obj = add_grid(bpy, n=24, name="Hills")
     obj.terrain_erosion.particles = 50000
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     rt = bpy.context.window_manager.terrain_erosion
     rt.running = True
-    assert te.operators.tick(job, rt, budget=0.0) == "running"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "running"
     other = tmp_path / "other.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(other), copy=True)
     bpy.ops.wm.read_factory_settings(use_empty=True)
     rt = bpy.context.window_manager.terrain_erosion
     assert not rt.running, "the UI is not stuck in 'running'"
-    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "ended"
     assert "deleted" in rt.status
     job.cancel()
 
@@ -277,7 +277,7 @@ def test_save_reload_keeps_settings_and_state_and_runs_on(blender, tmp_path):
     s = obj.terrain_erosion
     assert (s.seed, s.particles, s.droplets.Kq, s.rounds_done) == (5, 3000, 14.0, rounds)
     assert np.array_equal(mesh_state(obj.data)["te_sediment_depth"], sediment)
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     assert job.sim.rounds_done == rounds, "the next run continues the random sequence"
     assert np.allclose(job.sim.terrain.sediment * job.grid.cell_size,
                        sediment[job.grid.order].reshape(job.grid.rows, job.grid.cols),
@@ -311,7 +311,7 @@ def test_vertex_groups_uvs_materials_and_modifiers_survive(blender):
 def test_presets_apply_save_and_delete(blender, tmp_path, monkeypatch):
     monkeypatch.setenv("TERRAIN_EROSION_USER_DIR", str(tmp_path))
     obj = add_grid(bpy, n=12)
-    presets = {label: path for label, path, _ in te.presets_ui.all_presets()}
+    presets = {label: path for label, path, _ in te.ui.presets_ui.all_presets()}
     assert "Quick preview" in presets
     bpy.ops.terrain.preset_apply(filepath=str(presets["Quick preview"]))
     s = obj.terrain_erosion
@@ -352,11 +352,11 @@ def test_set_z_helper_roundtrip(blender):
                                          (90, "north (+Y)"), (-90, "south (-Y)"),
                                          (200, "west (-X)"), (315, "south-east (+X -Y)")])
 def test_wind_direction_hint_reads_like_a_compass(angle, text):
-    assert te.overlay.compass(angle) == text
+    assert te.ui.overlay.compass(angle) == text
 
 
 def test_wind_arrow_points_along_the_wind():
-    pts = np.array(te.overlay.arrow_lines(90.0, (1.0, 2.0), 4.0, 5.0))
+    pts = np.array(te.ui.overlay.arrow_lines(90.0, (1.0, 2.0), 4.0, 5.0))
     tail, tip = pts[0], pts[1]
     assert np.allclose(tip - tail, [0, 4, 0], atol=1e-9)
     assert np.allclose((tail + tip)[:2] / 2, [1, 2])
@@ -368,17 +368,18 @@ def test_batch_command_erodes_and_saves(blender, tmp_path, capsys):
     obj = add_grid(bpy, n=24, name="Terrain")
     before = positions(obj.data).copy()
     out = tmp_path / "eroded.blend"
-    code = te.batch.main(["--object", "Terrain", "--preset", "default", "--particles", "3000",
-                          "--seed", "4", "--set", "droplets.Kq=12", "--save-as", str(out)])
+    code = te.features.batch.main(["--object", "Terrain", "--preset", "default",
+                                   "--particles", "3000", "--seed", "4",
+                                   "--set", "droplets.Kq=12", "--save-as", str(out)])
     assert code == 0
     assert "done" in capsys.readouterr().out
     assert not np.array_equal(positions(obj.data), before)
     s = obj.terrain_erosion
     assert (s.seed, s.particles, s.droplets.Kq) == (4, 3000, 12.0)
     assert out.exists()
-    assert te.batch.main(["--object", "Nope"]) == 2
+    assert te.features.batch.main(["--object", "Nope"]) == 2
     assert "no object named 'Nope'; mesh objects: " in capsys.readouterr().err
-    assert te.batch.main(["--object", "Terrain", "--set", "droplets.Kq=-1"]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--set", "droplets.Kq=-1"]) == 2
     assert "out of range" in capsys.readouterr().err
 
 
@@ -413,10 +414,10 @@ def test_rivers_trees_and_water_become_renderable_objects(blender):
     s.thermal.creep = 0.0
     s.particles = 3000
     before = mesh_state(obj.data)
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.live_update = 0.0
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
-    te.operators.tick(job, rt, budget=0.0)
+    te.features.operators.tick(job, rt, budget=0.0)
     assert s.trees_object is not None and s.water_object is not None
     job.cancel()
     assert s.trees_object is None and s.water_object is None, "a cancelled run leaves no extras"
@@ -428,13 +429,13 @@ def test_rivers_trees_and_water_become_renderable_objects(blender):
     for name in ("te_streams", "te_pools", "te_trees", "te_stream", "te_pool_depth",
                  "te_vegetation"):
         assert name in state, name
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     cell = g.cell_size
     pool = state["te_pool_depth"]
     assert pool.max() > 0, "the sea fills the low ground"
     trees = s.trees_object
     assert trees.parent == obj and len(trees.data.vertices) > 0
-    assert len(trees.data.vertices) == len(te.instances.read_trees(obj, g))
+    assert len(trees.data.vertices) == len(te.data.instances.read_trees(obj, g))
     dg = bpy.context.evaluated_depsgraph_get()
     instanced = [i for i in dg.object_instances if i.is_instance and i.parent.name == trees.name]
     assert len(instanced) == len(trees.data.vertices), "one tree instance per simulated tree"
@@ -471,7 +472,7 @@ class _FakeContext:
 
 
 def _fake_operator(job):
-    methods = {k: v for k, v in te.operators.TERRAIN_OT_erode.__dict__.items()
+    methods = {k: v for k, v in te.features.operators.TERRAIN_OT_erode.__dict__.items()
                if k in ("modal", "_end", "_end_or_continue")}
     op = type("FakeErode", (), methods)()
     op._job, op._timer, op.reports = job, object(), []
@@ -491,7 +492,7 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     before = mesh_state(obj.data)
     rt = bpy.context.window_manager.terrain_erosion
     rt.running = True
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.live_update = 0.0
     op = _fake_operator(job)
     ctx = _FakeContext(rt)
@@ -512,7 +513,7 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     assert ctx.removed == [op._timer] and ctx.status_texts[-1] is None and not rt.running
 
     rt.running = True
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     op, ctx = _fake_operator(job), _FakeContext(rt)
     job.live_update = 0.0
     for _ in range(5000):  # the worker runs; ticks write the mesh between its rounds
@@ -526,7 +527,7 @@ def test_modal_translates_events_escape_restores_enter_keeps(blender):
     # what the viewport showed, at once (the round under way is not waited for)
     assert same_state(shown, mesh_state(obj.data))
     assert obj.terrain_erosion.rounds_done == job.rounds_written > 0
-    assert te.job.ErosionJob(obj).sim.rounds_done == job.rounds_written, "resumes there"
+    assert te.data.job.ErosionJob(obj).sim.rounds_done == job.rounds_written, "resumes there"
 
 
 def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
@@ -534,7 +535,7 @@ def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
     rt = bpy.context.window_manager.terrain_erosion
     rt.running = True
     obj.terrain_erosion.particles = 20000  # 10 rounds: several ticks
-    op, ctx = _fake_operator(te.job.ErosionJob(obj)), _FakeContext(rt)
+    op, ctx = _fake_operator(te.data.job.ErosionJob(obj)), _FakeContext(rt)
     result, ticks = {'RUNNING_MODAL'}, 0
     while result == {'RUNNING_MODAL'} and ticks < 20000:
         result = op.modal(ctx, _event('TIMER', timer=op._timer))
@@ -543,7 +544,7 @@ def test_modal_runs_to_the_end_and_stops_when_the_object_goes(blender):
     assert result == {'FINISHED'} and not rt.running
     assert obj.terrain_erosion.rounds_done == 10
     rt.running = True
-    op, ctx = _fake_operator(te.job.ErosionJob(obj)), _FakeContext(rt)
+    op, ctx = _fake_operator(te.data.job.ErosionJob(obj)), _FakeContext(rt)
     bpy.data.objects.remove(obj)
     assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'CANCELLED'}
     assert op.reports and "deleted" in op.reports[-1][1] and not rt.running
@@ -560,8 +561,8 @@ def test_linked_library_meshes_are_refused(blender, tmp_path):
     bpy.context.collection.objects.link(linked)
     bpy.context.view_layer.objects.active = linked
     assert "is linked from a library" in poll_message(bpy.ops.terrain.erode)
-    with pytest.raises(te.grid.GridError, match="linked from a library"):
-        te.job.ErosionJob(linked)
+    with pytest.raises(te.data.grid.GridError, match="linked from a library"):
+        te.data.job.ErosionJob(linked)
 
 
 class _Layout:
@@ -603,7 +604,7 @@ class _Layout:
 
 def _draw_all_panels(context):
     log = []
-    for cls in te.panels.classes:
+    for cls in te.features.panels.classes:
         panel = types.SimpleNamespace(layout=_Layout(log))
         if hasattr(cls, "poll") and not cls.poll(context):
             continue
@@ -621,9 +622,9 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     log = _draw_all_panels(context)
     props = {name for kind, name in log if kind == "prop"}
     legacy = set()
-    for proc, group in te.properties.PROCESS_GROUPS.items():
+    for proc, group in te.ui.properties.PROCESS_GROUPS.items():
         params = {f.name: f for f in dataclasses.fields(
-            te.simcore.simulation.PROCESSES[proc].params_type)}
+            te.simcore.engine.simulation.PROCESSES[proc].params_type)}
         for name in group.__annotations__:
             if name in params and te.simcore.params.is_legacy(params[name]):
                 legacy.add((proc, name))
@@ -644,7 +645,7 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     assert ("operator", "terrain.stop") in log and any(k == "progress" for k, _ in log)
     bpy.context.window_manager.terrain_erosion.running = False
     menu_log = []
-    te.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(menu_log)),
+    te.ui.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(menu_log)),
                                           context)
     assert ("operator", "terrain.preset_apply") in menu_log
 
@@ -659,13 +660,13 @@ def test_a_rain_per_area_that_would_run_for_days_is_a_message_not_a_hang(blender
     labels = " ".join(text for kind, text in _draw_all_panels(context) if kind == "label")
     assert "particles, more than 1e+12" in labels, labels
     with pytest.raises(te.simcore.errors.UserError, match="more than 1e"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)
 
 
 # -- rain per area (issue: presets give work per area, tuned for 30 m cells) -------------
 def _target(obj) -> int:
     """Particles the next run on ``obj`` will do (whole batches)."""
-    return te.job.ErosionJob(obj).sim.target_particles
+    return te.data.job.ErosionJob(obj).sim.target_particles
 
 
 def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
@@ -684,14 +685,14 @@ def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
     per_area = 500.0  # particles per square local unit: a few thousand per grid here
     for obj in (small, big, fine):
         obj.terrain_erosion.particles_per_area = per_area
-    batch = te.job.ErosionJob(small).sim.per_round
+    batch = te.data.job.ErosionJob(small).sim.per_round
     for obj in (small, big, fine):
-        g = te.grid.detect_grid(obj.data)
+        g = te.data.grid.detect_grid(obj.data)
         area = g.rows * g.cols * g.cell_size ** 2
         expected = round(per_area * area)
         assert obj.terrain_erosion.work(g.rows, g.cols, g.cell_size) == expected
         assert expected <= _target(obj) < expected + batch, obj.name
-    assert g.cell_size != te.grid.detect_grid(small.data).cell_size
+    assert g.cell_size != te.data.grid.detect_grid(small.data).cell_size
     # twice the spacing: four times the area and the rain; the finer grid of about the
     # same extent gets about the same rain, not four times as much
     w = {o.name: o.terrain_erosion.work(*_extent(o)) for o in (small, big, fine)}
@@ -700,7 +701,7 @@ def test_rain_per_area_sizes_the_run_to_the_grids_world_area(blender):
 
 
 def _extent(obj):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return g.rows, g.cols, g.cell_size
 
 
@@ -709,7 +710,7 @@ def test_particles_field_wins_and_old_files_use_it(blender):
     s = obj.terrain_erosion
     assert s.particles_per_area == 0.0, "default (and .blend files saved before): off"
     s.particles = 5000
-    assert 5000 <= _target(obj) < 5000 + te.job.ErosionJob(obj).sim.per_round
+    assert 5000 <= _target(obj) < 5000 + te.data.job.ErosionJob(obj).sim.per_round
     s.apply_preset(te.simcore.formats.presets.find_preset("quick_preview"))
     assert s.particles_per_area > 0
     s.particles = 7000  # the artist types a total: it is the amount of work again
@@ -723,23 +724,23 @@ def test_particles_field_wins_and_old_files_use_it(blender):
     other.apply_preset(saved)
     assert other.particles_per_area == pytest.approx(0.25) and other.particles == 7000
     # an explicit particle count of the operator beats both
-    assert te.job.ErosionJob(obj, 300).sim.target_particles < 300 + 2048
+    assert te.data.job.ErosionJob(obj, 300).sim.target_particles < 300 + 2048
 
 
 def test_batch_uses_rain_per_area_unless_particles_are_given(blender, capsys):
     obj = add_grid(bpy, n=24, size=40.0, name="Terrain")  # 24 x 24, ~1.74 m cells
     obj.terrain_erosion.real_size = 40.0  # 1:1 (automatic would make it 5 km)
     preset = te.simcore.formats.presets.find_preset("quick_preview")
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     expected = preset.work(types.SimpleNamespace(shape=(g.rows, g.cols),
                                                  cell_size=g.cell_size))
     assert expected != preset.particles
-    assert te.batch.main(["--object", "Terrain", "--preset", "quick_preview"]) == 0
+    assert te.features.batch.main(["--object", "Terrain", "--preset", "quick_preview"]) == 0
     s = obj.terrain_erosion
     assert s.particles_per_area == pytest.approx(preset.particles_per_area, rel=1e-6)
     done = int(capsys.readouterr().out.split("done, ")[1].split(" ")[0])
     assert expected <= done < expected + 2048 * 2
-    assert te.batch.main(["--object", "Terrain", "--preset", "quick_preview",
+    assert te.features.batch.main(["--object", "Terrain", "--preset", "quick_preview",
                           "--particles", "3000"]) == 0
     done = int(capsys.readouterr().out.split("done, ")[1].split(" ")[0])
     assert 3000 <= done < 3000 + 2048, "an explicit total wins"
@@ -762,4 +763,4 @@ def test_panel_shows_64bit_seed_and_particles_for_this_grid(blender):
     labels = [text for kind, text in log if kind == "label" and "for this grid" in text]
     expected = s.work(*_extent(obj))
     assert labels == [f"\u2248 {expected:,} particles for this grid"]
-    assert expected == round(2.0 * 16 * 16 * te.grid.detect_grid(obj.data).cell_size ** 2)
+    assert expected == round(2.0 * 16 * 16 * te.data.grid.detect_grid(obj.data).cell_size ** 2)

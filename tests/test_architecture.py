@@ -12,13 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from simcore.engine.simulation import Simulation, process_params
 from simcore.fields import CORE_FIELDS, KINDS, Field
 from simcore.formats.presets import load_preset, preset_files
 from simcore.formats.states import load_state, read_npz_arrays, save_state
 from simcore.params import Params, is_legacy, param
 from simcore.process import Process
 from simcore.processes import FIELDS, PROCESSES
-from simcore.simulation import Simulation, process_params
 from simcore.terrain import StateFileError, Terrain, fields
 from tools import docs
 
@@ -207,7 +207,7 @@ def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
 
 def test_operators_report_user_errors_through_one_boundary():
     """``except UserError as exc: self.report({'ERROR'}, str(exc))`` lives in
-    addon/boundary.py only: every operator catches the same errors and reports them the
+    addon/ui/boundary.py only: every operator catches the same errors and reports them the
     same way (the ridges operator once caught two kinds only)."""
     import ast
     from pathlib import Path
@@ -224,7 +224,7 @@ def test_operators_report_user_errors_through_one_boundary():
 
     addon = Path(__file__).resolve().parent.parent / "addon"
     found = set()
-    for path in sorted(addon.glob("*.py")):
+    for path in sorted(addon.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if any(isinstance(n, ast.ExceptHandler) and n.name and reports_caught(n)
                for n in ast.walk(tree)):

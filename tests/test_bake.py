@@ -37,7 +37,7 @@ def bake(obj, start=1, end=4, per_frame=400):
 
     b = obj.terrain_bake
     b.frame_start, b.frame_end, b.particles_per_frame = start, end, per_frame
-    manifest = te.bake.bake(obj, start, end, per_frame, report)
+    manifest = te.features.bake.bake(obj, start, end, per_frame, report)
     return manifest, states
 
 
@@ -45,7 +45,7 @@ def bake(obj, start=1, end=4, per_frame=400):
 def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path, compress):
     obj = saved_terrain(tmp_path)
     obj.terrain_bake.compress = compress
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     z0 = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     params = obj.terrain_erosion.enabled_params()
     manifest, states = bake(obj, 1, 5, 400)
@@ -64,14 +64,14 @@ def test_each_frame_plays_back_exactly_its_snapshot(blender, tmp_path, compress)
         want = states[min(max(f, 1), 5)]
         assert same_state(want, mesh_state(obj.data)), f"frame {f}"
     # the heights are the simulation's after (frame - 1) * 400 particles
-    sim = te.simcore.simulation
+    sim = te.simcore.engine.simulation
     for f in (1, 3):
         terrain = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
         sim.Simulation(terrain, params, seed=7, particles=(f - 1) * 400).run()
         scene.frame_set(f)
         z = positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols)
         assert np.array_equal(z, (terrain.height() * g.cell_size).astype(np.float32))
-    assert te.bake.cache_size(obj) == sum(p.stat().st_size for p in folder.iterdir())
+    assert te.features.bake.cache_size(obj) == sum(p.stat().st_size for p in folder.iterdir())
     size = (folder / "frame_000005.npz").stat().st_size
     with np.load(folder / "frame_000005.npz") as npz:
         raw = sum(npz[k].nbytes for k in npz.files)
@@ -166,18 +166,18 @@ def test_moved_or_missing_cache_gives_a_message_not_a_crash(blender, tmp_path, c
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "scene.blend"))
     obj = bpy.data.objects["Dunes"]
     bpy.context.scene.frame_set(3)  # no exception
-    text = te.bake.message(obj)
+    text = te.features.bake.message(obj)
     assert "missing" in text and "moved" in text and "bake again" in text
     assert same_state(shown, mesh_state(obj.data)), "the mesh stays as it was"
     assert "missing" in capsys.readouterr().err, "one line on stderr in background"
     # pointing the cache folder to the new place plays back again
     obj.terrain_bake.cache_dir = "//elsewhere/Dunes"
     bpy.context.scene.frame_set(3)
-    assert te.bake.message(obj) == ""
+    assert te.features.bake.message(obj) == ""
     # a damaged frame file is a message too
     (tmp_path / "elsewhere" / "Dunes" / "frame_000001.npz").write_bytes(b"garbage")
     bpy.context.scene.frame_set(1)
-    assert "damaged" in te.bake.message(obj)
+    assert "damaged" in te.features.bake.message(obj)
 
 
 def test_free_cache_removes_it_and_unsaved_files_are_refused(blender, tmp_path):
@@ -195,7 +195,7 @@ def test_free_cache_removes_it_and_unsaved_files_are_refused(blender, tmp_path):
     te.register()
     obj = add_grid(bpy, n=12)
     with pytest.raises(te.simcore.errors.UserError, match="Save the .blend first"):
-        te.bake.bake(obj, 1, 3, 100)
+        te.features.bake.bake(obj, 1, 3, 100)
     with pytest.raises(RuntimeError, match="Save the .blend first"):
         bpy.ops.terrain.bake()
 

@@ -95,7 +95,7 @@ def saved_terrain(tmp_path, n=20, name="Dunes"):
 def first_bake(tmp_path, n=20):
     """A saved scene with a 3-frame bake in //terrain_cache/Dunes, showing frame 2."""
     obj = saved_terrain(tmp_path, n)
-    te.bake.bake(obj, 1, 3, 300)
+    te.features.bake.bake(obj, 1, 3, 300)
     bpy.context.scene.frame_set(2)
     return obj, tmp_path / "terrain_cache" / "Dunes"
 
@@ -118,7 +118,7 @@ def assert_as_before(obj, folder, files, record):
 
 
 def rebake(obj):
-    return te.bake.bake(obj, 1, 5, 250)
+    return te.features.bake.bake(obj, 1, 5, 250)
 
 
 def test_rebake_with_a_full_disk_at_every_file_keeps_the_previous_bake(blender, tmp_path,
@@ -139,7 +139,8 @@ def test_rebake_with_a_full_disk_at_every_file_keeps_the_previous_bake(blender, 
         # the frame-change handler still plays the previous bake back
         bpy.context.scene.frame_set(3)
         bpy.context.scene.frame_set(2)
-        assert same_state(record["mesh"], mesh_state(obj.data)) and not te.bake.message(obj)
+        assert same_state(record["mesh"], mesh_state(obj.data))
+        assert not te.features.bake.message(obj)
     assert obj.terrain_bake.baked_end == 5
     assert sorted(p.name for p in folder.iterdir()) == [
         "cache.json", *(f"frame_{f:06d}.npz" for f in range(1, 6))], "nothing left over"
@@ -173,7 +174,7 @@ def test_an_exception_mid_bake_keeps_the_previous_bake(blender, tmp_path, when):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        te.bake.bake(obj, 1, 5, 250, report)
+        te.features.bake.bake(obj, 1, 5, 250, report)
     assert_as_before(obj, folder, files, record)
 
 
@@ -185,7 +186,7 @@ def test_a_failed_first_bake_leaves_no_folder_and_trees_and_water_as_before(
     record = scene_record(obj)
     for k in (0, 2):
         with full_disk_at(monkeypatch, k), pytest.raises(UserError, match="No space"):
-            te.bake.bake(obj, 1, 3, 300)
+            te.features.bake.bake(obj, 1, 3, 300)
         assert not (tmp_path / "terrain_cache").exists()
         assert_as_before(obj, tmp_path / "terrain_cache", {}, record)
         assert s.water_object is None and s.trees_object is None, "made by the bake: removed"
@@ -195,7 +196,7 @@ def test_bake_operator_failure_is_a_message_and_bake_is_one_undo_step(blender, t
                                                                       monkeypatch):
     obj, folder = first_bake(tmp_path)
     files, record = tree(folder), scene_record(obj)
-    assert 'UNDO' in te.bake.TERRAIN_OT_bake.bl_options
+    assert 'UNDO' in te.features.bake.TERRAIN_OT_bake.bl_options
     b = obj.terrain_bake
     b.frame_start, b.frame_end, b.particles_per_frame = 1, 4, 250
     with full_disk_at(monkeypatch, 2), pytest.raises(RuntimeError, match="No space left"):
@@ -216,7 +217,7 @@ def test_rebake_into_a_read_only_folder_is_refused_and_changes_nothing(blender, 
     obj = saved_terrain(tmp_path)
     with small_tmpfs(tmp_path, "4m") as mnt:
         obj.terrain_bake.cache_dir = str(mnt / "cache")
-        te.bake.bake(obj, 1, 3, 300)
+        te.features.bake.bake(obj, 1, 3, 300)
         folder = mnt / "cache"
         files, record = tree(folder), scene_record(obj)
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
@@ -240,7 +241,7 @@ _KILLED_BAKE = textwrap.dedent("""
         if i == 3:
             time.sleep(120)
 
-    te.bake.bake(obj, 1, 6, 250, report)
+    te.features.bake.bake(obj, 1, 6, 250, report)
 """)
 
 
@@ -289,12 +290,12 @@ def test_bake_refuses_a_cache_folder_with_files_it_did_not_write(blender, tmp_pa
         obj.terrain_bake.cache_dir = str(folder)
         record["baked"] = record["baked"][:3] + (str(folder),)
         with pytest.raises(UserError, match="empty folder or the folder of an earlier bake"):
-            te.bake.bake(obj, 1, 3, 300)
+            te.features.bake.bake(obj, 1, 3, 300)
         assert_as_before(obj, folder, files, record)
     # // is the .blend's own folder: refused, even though its files are nobody's frames
     obj.terrain_bake.cache_dir = "//"
     with pytest.raises(UserError, match="the .blend's own folder"):
-        te.bake.bake(obj, 1, 3, 300)
+        te.features.bake.bake(obj, 1, 3, 300)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "photos", "scene.blend", "someone_elses"]
 
@@ -307,7 +308,7 @@ def test_bake_replaces_only_its_own_cache_and_free_keeps_other_files(blender, tm
     (folder / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match=r"did not write \(notes.txt\)"):
         rebake(obj)
-    assert te.bake.free_cache(obj) is None
+    assert te.features.bake.free_cache(obj) is None
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"], "only ours deleted"
 
 
@@ -318,7 +319,7 @@ def test_a_cache_of_the_old_layout_is_ours_a_forged_manifest_is_not(blender, tmp
            if k not in ("format", "generator", "repeats")}  # keys added since
     (folder / "cache.json").write_text(json.dumps(old, indent=1))  # as written before
     bpy.context.scene.frame_set(3)
-    assert not te.bake.message(obj), "an old cache still plays back"
+    assert not te.features.bake.message(obj), "an old cache still plays back"
     rebake(obj)  # and is replaced
     assert json.loads((folder / "cache.json").read_text())["format"] == CACHE_FORMAT
     # a manifest that lists other names (here a path out of the folder) is not ours
@@ -330,7 +331,7 @@ def test_a_cache_of_the_old_layout_is_ours_a_forged_manifest_is_not(blender, tmp
     with pytest.raises(UserError, match="cache.json Terrain Erosion did not write"):
         rebake(obj)
     assert tree(folder) == files and (tmp_path / "precious.txt").read_text() == "keep"
-    te.bake.free_cache(obj)  # deletes nothing it cannot prove is its own
+    te.features.bake.free_cache(obj)  # deletes nothing it cannot prove is its own
     assert tree(folder) == files
     # an old manifest with an extra key is not exactly the old layout either
     old["extra"] = 1
@@ -354,7 +355,7 @@ def exported(blender, tmp_path):
     out = tmp_path / "maps"
     out.mkdir()
     (out / "readme.txt").write_text("the user's own file")
-    written = te.export.export_maps(obj, out, "wet")
+    written = te.features.export.export_maps(obj, out, "wet")
     assert {"wet_rivers.json", "wet_lakes.png", "wet.json"} <= {p.name for p in written}
     assert bpy.ops.terrain.erode() == {'FINISHED'}
     return obj, out
@@ -369,7 +370,7 @@ def test_reexport_with_a_full_disk_at_every_file_keeps_the_previous_set(
     for k in range(count + 2):
         with full_disk_at(monkeypatch, k) as opened:
             try:
-                te.export.export_maps(obj, out, "wet")
+                te.features.export.export_maps(obj, out, "wet")
             except UserError as exc:
                 assert "No space left" in str(exc), exc
             else:
@@ -389,7 +390,7 @@ def test_reexport_with_a_failed_rename_at_every_step_keeps_the_previous_set(
     for k in range(200):
         with rename_fails_at(monkeypatch, k, errno.ENOSPC):
             try:
-                te.export.export_maps(obj, out, "wet")
+                te.features.export.export_maps(obj, out, "wet")
             except UserError as exc:
                 assert "No space left" in str(exc), exc
             else:
@@ -403,7 +404,7 @@ def test_reexport_with_a_failed_rename_at_every_step_keeps_the_previous_set(
 def test_an_exception_mid_export_keeps_the_previous_set(exported, monkeypatch):
     obj, out = exported
     files = tree(out)
-    real, calls = te.export._save_image, []
+    real, calls = te.features.export._save_image, []
 
     def save(*args):
         calls.append(1)
@@ -411,15 +412,15 @@ def test_an_exception_mid_export_keeps_the_previous_set(exported, monkeypatch):
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(te.export, "_save_image", save)
+    monkeypatch.setattr(te.features.export, "_save_image", save)
     with pytest.raises(KeyboardInterrupt):
-        te.export.export_maps(obj, out, "wet")
+        te.features.export.export_maps(obj, out, "wet")
     assert tree(out) == files
 
 
 def test_reexport_with_fewer_maps_removes_only_the_previous_sets_files(exported):
     obj, out = exported
-    te.export.export_maps(obj, out, "wet", ("EXR",))
+    te.features.export.export_maps(obj, out, "wet", ("EXR",))
     names = sorted(p.name for p in out.iterdir())
     assert "readme.txt" in names and "wet.json" in names
     assert [n for n in names if n.endswith(".png")] == ["wet_lakes.png"], \
@@ -431,7 +432,7 @@ def test_export_names_stay_in_the_chosen_folder(exported, name):
     obj, out = exported
     files, parent = tree(out), tree(out.parent)
     with pytest.raises(UserError, match="Name"):
-        te.export.export_maps(obj, out, name)
+        te.features.export.export_maps(obj, out, name)
     assert tree(out) == files and tree(out.parent) == parent
     with pytest.raises(RuntimeError, match="Name"):
         bpy.ops.terrain.export_maps(directory=str(out), basename=name)
@@ -484,34 +485,34 @@ def test_a_damaged_or_foreign_frame_is_a_message_and_the_mesh_stays(blender, tmp
                                                                     damage, capsys):
     obj, folder = first_bake(tmp_path)
     scene = bpy.context.scene
-    te.bake._state.clear()
+    te.features.bake._state.clear()
     DAMAGED_FRAMES[damage](folder / "frame_000003.npz")
     before = mesh_state(obj.data)
     scene.frame_current = 3
-    te.bake.on_frame_change(scene)  # must not raise
-    te.bake.on_frame_change(scene)
+    te.features.bake.on_frame_change(scene)  # must not raise
+    te.features.bake.on_frame_change(scene)
     obj = bpy.data.objects["Dunes"]
     assert same_state(before, mesh_state(obj.data)), "the mesh is left as it was"
     assert "position" in obj.data.attributes
-    text = te.bake.message(obj)
+    text = te.features.bake.message(obj)
     assert "frame_000003.npz" in text and "bake again" in text, text
     err = capsys.readouterr().err
     assert err.count(text) == 1, "said once"
     assert "Traceback" not in err
     scene.frame_current = 2
-    te.bake.on_frame_change(scene)
-    assert te.bake.message(obj) == "", "an intact frame plays again"
+    te.features.bake.on_frame_change(scene)
+    assert te.features.bake.message(obj) == "", "an intact frame plays again"
 
 
 def test_the_frame_handler_never_raises(blender, tmp_path, monkeypatch):
     obj, folder = first_bake(tmp_path)
-    te.bake._state.clear()
+    te.features.bake._state.clear()
 
     def broken(*_a, **_k):
         raise RuntimeError("something unforeseen")
-    monkeypatch.setattr(te.bake, "apply_frame", broken)
-    te.bake.on_frame_change(bpy.context.scene)
-    assert "something unforeseen" in te.bake.message(obj)
+    monkeypatch.setattr(te.features.bake, "apply_frame", broken)
+    te.features.bake.on_frame_change(bpy.context.scene)
+    assert "something unforeseen" in te.features.bake.message(obj)
 
 
 def test_an_over_long_cache_folder_is_a_message(blender, tmp_path):
@@ -519,7 +520,7 @@ def test_an_over_long_cache_folder_is_a_message(blender, tmp_path):
     obj.terrain_bake.cache_dir = str(tmp_path / ("n" * 300))
     record = scene_record(obj)
     with pytest.raises(UserError, match="shorter name"):
-        te.bake.bake(obj, 1, 3, 300)
+        te.features.bake.bake(obj, 1, 3, 300)
     assert_as_before(obj, tmp_path / ("n" * 10), {}, record)
     bpy.context.view_layer.objects.active = bpy.data.objects["Dunes"]
     with pytest.raises(RuntimeError, match="shorter name"):  # an ERROR report
@@ -528,12 +529,12 @@ def test_an_over_long_cache_folder_is_a_message(blender, tmp_path):
 
 def test_frames_that_repeat_the_previous_one_are_noted(blender, tmp_path, capfd):
     obj = saved_terrain(tmp_path)
-    job = te.job.ErosionJob(obj, 1)
+    job = te.data.job.ErosionJob(obj, 1)
     per_round = job.sim.per_round
     job.cancel()
     assert per_round > 2
     per_frame = max(1, per_round // 3)  # a round every third frame or so
-    manifest = te.bake.bake(bpy.data.objects["Dunes"], 1, 7, per_frame)
+    manifest = te.features.bake.bake(bpy.data.objects["Dunes"], 1, 7, per_frame)
     repeats = manifest["repeats"]
     assert repeats["frames"], manifest
     folder = tmp_path / "terrain_cache" / "Dunes"
@@ -557,12 +558,12 @@ def test_frames_that_repeat_the_previous_one_are_noted(blender, tmp_path, capfd)
     said = out.out + out.err  # Blender prints an operator's reports in background mode
     assert "repeat the frame before" in said and "Particles per Frame" in said, said
     # enough particles per frame: no note
-    manifest = te.bake.bake(bpy.data.objects["Dunes"], 1, 3, per_round)
+    manifest = te.features.bake.bake(bpy.data.objects["Dunes"], 1, 3, per_round)
     assert manifest.get("repeats") is None
 
 
 # ------------------------------------------------------------------ import and export: the
-# cases of addon/export.py
+# cases of addon/features/export.py
 
 def _objects_and_meshes() -> tuple[list[str], list[str]]:
     return sorted(o.name for o in bpy.data.objects), sorted(m.name for m in bpy.data.meshes)
@@ -571,7 +572,7 @@ def _objects_and_meshes() -> tuple[list[str], list[str]]:
 def _exported_heightmap(tmp_path: Path, formats=("PNG", "EXR")) -> Path:
     """A small grid exported as ``side_*`` into ``tmp_path``; returns its sidecar."""
     obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Src")
-    te.export.export_maps(obj, tmp_path, "side", formats)
+    te.features.export.export_maps(obj, tmp_path, "side", formats)
     return tmp_path / "side.json"
 
 
@@ -592,7 +593,7 @@ def test_a_hostile_sidecar_is_a_message_naming_file_and_key_and_nothing_is_made(
     before = _objects_and_meshes()
     image = tmp_path / f"side_height{suffix}"
     with pytest.raises(UserError) as caught:
-        te.export.import_heightmap(image)
+        te.features.export.import_heightmap(image)
     text = str(caught.value)
     assert "side.json" in text and repr(key) in text, text
     assert _objects_and_meshes() == before, "no object or mesh left behind"
@@ -612,7 +613,7 @@ def test_a_hostile_multilayer_exr_header_is_a_message_and_nothing_is_made(
     key, value = HOSTILE_SIDECARS[case]
     _exported_heightmap(tmp_path, ("MULTI_EXR",)).unlink()
     path = tmp_path / "side_layers.exr"
-    layers = exr.read(path, te.export.openimageio())
+    layers = exr.read(path, te.features.export.openimageio())
     facts = {}
     for k, text in layers.attributes.items():
         if k not in ("generator", "row_order", "crc32"):  # exr.write adds these
@@ -622,10 +623,10 @@ def test_a_hostile_multilayer_exr_header_is_a_message_and_nothing_is_made(
                 facts[k] = text
     facts[key] = value
     path.unlink()
-    exr.write(path, layers.channels, facts, te.export.openimageio())
+    exr.write(path, layers.channels, facts, te.features.export.openimageio())
     before = _objects_and_meshes()
     with pytest.raises(UserError) as caught:
-        te.export.import_heightmap(path)
+        te.features.export.import_heightmap(path)
     text = str(caught.value)
     assert "header of" in text and "side_layers.exr" in text and repr(key) in text, text
     assert _objects_and_meshes() == before
@@ -636,7 +637,7 @@ def test_a_multilayer_exr_of_heights_alone_imports_exactly(blender, tmp_path):
     Blender's own reader made garbage heights of it (up to 1e31)."""
     _exported_heightmap(tmp_path, ("MULTI_EXR",))
     src = bpy.data.objects["Src"]
-    new = te.export.import_heightmap(tmp_path / "side_layers.exr")
+    new = te.features.export.import_heightmap(tmp_path / "side_layers.exr")
     z = [np.empty(len(o.data.vertices) * 3, np.float32) for o in (src, new)]
     for o, co in zip((src, new), z):
         o.data.attributes["position"].data.foreach_get("vector", co)
@@ -648,16 +649,16 @@ def test_an_exr_height_range_is_not_needed_and_a_given_cell_size_overrides(blend
     data = json.loads(side.read_text())
     del data["height_min"], data["height_max"], data["cell_size_x"]
     side.write_text(json.dumps(data))
-    obj = te.export.import_heightmap(tmp_path / "side_height.exr", cell_size=0.5)
-    g = te.grid.detect_grid(obj.data)
+    obj = te.features.export.import_heightmap(tmp_path / "side_height.exr", cell_size=0.5)
+    g = te.data.grid.detect_grid(obj.data)
     assert np.isclose(g.cell_x, 0.5) and np.isclose(g.cell_y, 0.5)
 
 
 def test_exr_heights_beyond_what_blender_can_place_are_refused(blender, tmp_path):
-    te.export._save_image(tmp_path / "far.exr", np.full((5, 5), 3e30), "EXR")
+    te.features.export._save_image(tmp_path / "far.exr", np.full((5, 5), 3e30), "EXR")
     before = _objects_and_meshes()
     with pytest.raises(UserError, match="far.exr"):
-        te.export.import_heightmap(tmp_path / "far.exr")
+        te.features.export.import_heightmap(tmp_path / "far.exr")
     assert _objects_and_meshes() == before
 
 
@@ -668,9 +669,9 @@ def test_an_import_failing_part_way_leaves_no_object(blender, tmp_path, monkeypa
 
     def broken(*_a, **_k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(te.grid, "detect_grid", broken)
+    monkeypatch.setattr(te.data.grid, "detect_grid", broken)
     with pytest.raises(KeyboardInterrupt):
-        te.export.import_heightmap(side.with_name("side_height.png"))
+        te.features.export.import_heightmap(side.with_name("side_height.png"))
     assert _objects_and_meshes() == before
 
 
@@ -706,7 +707,7 @@ def test_a_colour_heightmap_is_refused(blender, tmp_path, suffix, mode):
     _save_rgba(path, rgba, mode)
     before = _objects_and_meshes()
     with pytest.raises(UserError, match="colour") as caught:
-        te.export.import_heightmap(path)
+        te.features.export.import_heightmap(path)
     assert path.name in str(caught.value) and "grayscale" in str(caught.value)
     assert _objects_and_meshes() == before
     with pytest.raises(RuntimeError, match="colour"):
@@ -722,7 +723,7 @@ def test_a_heightmap_with_transparent_pixels_is_refused(blender, tmp_path, suffi
     path = tmp_path / f"holes{suffix}"
     _save_rgba(path, rgba, "RGBA")
     with pytest.raises(UserError, match="transparent"):
-        te.export.import_heightmap(path)
+        te.features.export.import_heightmap(path)
 
 
 @pytest.mark.parametrize("suffix", [".png", ".exr"])
@@ -733,8 +734,8 @@ def test_a_gray_heightmap_stored_as_colour_imports(blender, tmp_path, suffix, mo
     rgba[..., 3] = 1.0
     path = tmp_path / f"gray{suffix}"
     _save_rgba(path, rgba, mode)
-    obj = te.export.import_heightmap(path)
-    g = te.grid.detect_grid(obj.data)
+    obj = te.features.export.import_heightmap(path)
+    g = te.data.grid.detect_grid(obj.data)
     co = np.empty(len(obj.data.vertices) * 3, np.float32)
     obj.data.attributes["position"].data.foreach_get("vector", co)
     z = co.reshape(-1, 3)[:, 2][g.order].reshape(g.rows, g.cols)
@@ -745,8 +746,8 @@ def test_only_the_addons_own_float_layers_are_exported(blender, tmp_path, capfd)
     """Issue 28: a user float attribute named like one of ours was exported as ours."""
     obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Mixed")
     me = obj.data
-    g = te.grid.detect_grid(me)
-    te.grid.write_float_layer(me, "te_bedrock", g, np.ones((g.rows, g.cols)))  # ours
+    g = te.data.grid.detect_grid(me)
+    te.data.grid.write_float_layer(me, "te_bedrock", g, np.ones((g.rows, g.cols)))  # ours
     me.attributes.new("te_sediment", 'FLOAT', 'POINT')  # ours is a colour layer
     me.attributes.new("te_mine", 'FLOAT', 'POINT')  # no layer of ours
     me.attributes.new("te_eroded", 'FLOAT', 'FACE')  # ours is per point
@@ -755,7 +756,7 @@ def test_only_the_addons_own_float_layers_are_exported(blender, tmp_path, capfd)
     me.attributes.new("my_layer", 'FLOAT', 'POINT')  # not named like ours: not a word
     out = tmp_path / "maps"
     out.mkdir()
-    names = {p.name for p in te.export.export_maps(obj, out, "mixed")}
+    names = {p.name for p in te.features.export.export_maps(obj, out, "mixed")}
     side = json.loads((out / "mixed.json").read_text())
     assert set(side["maps"]) == {"height", "bedrock"}
     assert {n for n in names if n.startswith("mixed_")} == {
@@ -765,21 +766,21 @@ def test_only_the_addons_own_float_layers_are_exported(blender, tmp_path, capfd)
                             "te_deposited"}
     assert "FLOAT_COLOR" in skipped["te_sediment"] and "FACE" in skipped["te_eroded"]
     assert "INT" in skipped["te_stream"] and "not a layer" in skipped["te_mine"]
-    assert te.export.skipped_attributes(obj) == skipped
+    assert te.features.export.skipped_attributes(obj) == skipped
     bpy.context.view_layer.objects.active = obj
     capfd.readouterr()
     assert bpy.ops.terrain.export_maps(directory=str(out), basename="mixed") == {'FINISHED'}
     said = "".join(capfd.readouterr())
     assert "te_sediment" in said and "te_mine" in said and "skipped" in said, said
     # a run refuses to replace the user's namesakes of another kind, naming them
-    assert te.batch.main(["--object", "Mixed", "--particles", "300",
+    assert te.features.batch.main(["--object", "Mixed", "--particles", "300",
                           "--export-maps", str(out)]) != 0
     said = "".join(capfd.readouterr())
     assert all(n in said for n in ("te_sediment", "te_eroded", "te_stream",
                                    "te_deposited")) and "rename" in said, said
     for name in ("te_sediment", "te_eroded", "te_stream", "te_deposited"):
         me.attributes.remove(me.attributes[name])
-    assert te.batch.main(["--object", "Mixed", "--particles", "300",
+    assert te.features.batch.main(["--object", "Mixed", "--particles", "300",
                           "--export-maps", str(out)]) == 0
     said = "".join(capfd.readouterr())
     assert "te_mine" in said and "skipped" in said, said
@@ -792,7 +793,7 @@ def test_over_long_or_nul_paths_in_export_and_import_are_messages(blender, tmp_p
     (tmp_path / ("n" * 200)).mkdir()
     for folder in (long_folder, tmp_path / ("n" * 200) / ("m" * 300), f"{tmp_path}/a\0b"):
         with pytest.raises(UserError, match="shorter name|null|NUL"):
-            te.export.export_maps(obj, folder, "x")
+            te.features.export.export_maps(obj, folder, "x")
         with pytest.raises(RuntimeError) as caught:  # a string property ends at a NUL
             bpy.ops.terrain.export_maps(directory=str(folder), basename="x")
         assert "Traceback" not in str(caught.value) and "cannot" in str(caught.value)
@@ -801,7 +802,7 @@ def test_over_long_or_nul_paths_in_export_and_import_are_messages(blender, tmp_p
     for image in (tmp_path / ("n" * 300 + ".png"), f"{tmp_path}/a\0b.exr",
                   long_folder / "x.png"):
         with pytest.raises(UserError, match="shorter name|null|NUL"):
-            te.export.import_heightmap(image)
+            te.features.export.import_heightmap(image)
         with pytest.raises(RuntimeError) as caught:
             bpy.ops.terrain.import_heightmap(filepath=str(image))
         assert "Traceback" not in str(caught.value) and "cannot" in str(caught.value)

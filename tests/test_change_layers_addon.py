@@ -36,23 +36,23 @@ def _terrain(name: str = "Terrain"):
 
 
 def _layer(obj, name):
-    g = te.grid.detect_grid(obj.data)
-    return te.grid.read_float_layer(obj.data, name, g)
+    g = te.data.grid.detect_grid(obj.data)
+    return te.data.grid.read_float_layer(obj.data, name, g)
 
 
 def _z(obj):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
 
 
 def _changes(obj) -> dict[str, np.ndarray]:
-    return {a.name[len(te.grid.CHANGE_PREFIX):]: _layer(obj, a.name)
-            for a in obj.data.attributes if a.name.startswith(te.grid.CHANGE_PREFIX)}
+    return {a.name[len(te.data.grid.CHANGE_PREFIX):]: _layer(obj, a.name)
+            for a in obj.data.attributes if a.name.startswith(te.data.grid.CHANGE_PREFIX)}
 
 
 def _assert_adds_up(obj) -> dict[str, np.ndarray]:
     """The change layers sum to z - te_original_z within float32 precision."""
-    z, original = _z(obj), _layer(obj, te.grid.ORIGINAL_Z)
+    z, original = _z(obj), _layer(obj, te.data.grid.ORIGINAL_Z)
     changes = _changes(obj)
     total = sum(changes.values())
     relief = float(original.max() - original.min())
@@ -68,12 +68,12 @@ def _enabled(obj) -> set[str]:
 
 def _live_run(obj, particles: int) -> None:
     """A live run: rounds on the worker thread, frames written a slice per tick."""
-    job = te.job.ErosionJob(obj, particles)
+    job = te.data.job.ErosionJob(obj, particles)
     job.live_update = 0.0
     job.tick_seconds = 0.0  # one item per tick: every frame is written in slices
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
     for _ in range(50000):
-        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
+        state = te.features.operators.tick(job, rt, budget=0.0, on_worker=True)
         if state != "running":
             break
         time.sleep(0.001)
@@ -86,12 +86,12 @@ def test_change_layers_add_up_after_a_run_and_after_a_resumed_live_run(blender):
     obj = _terrain()
     enabled = _enabled(obj)
     assert {"droplets", "hydrology", "thermal", "trees"} <= enabled, enabled  # Default
-    job = te.job.ErosionJob(obj, 6000)
+    job = te.data.job.ErosionJob(obj, 6000)
     job.run()
     first = _assert_adds_up(obj)
     assert set(first) == enabled, "a layer per enabled process, no other"
     for name in first:
-        attr = obj.data.attributes[te.grid.CHANGE_LAYERS[name]]
+        attr = obj.data.attributes[te.data.grid.CHANGE_LAYERS[name]]
         assert (attr.data_type, attr.domain) == ('FLOAT', 'POINT')
     moved = [n for n, c in first.items() if np.abs(c).max() > 0]
     assert "droplets" in moved, "droplets moved the ground"
@@ -109,7 +109,7 @@ def test_change_layers_add_up_after_a_run_and_after_a_resumed_live_run(blender):
     # a process enabled later starts at zero; the earlier layers stay and still add up
     obj.terrain_erosion.thermal.enabled = False
     obj.terrain_erosion.snowball.enabled = True
-    te.job.ErosionJob(obj, 3000).run()
+    te.data.job.ErosionJob(obj, 3000).run()
     third = _assert_adds_up(obj)
     assert set(third) == enabled | {"snowball"}
     assert np.array_equal(third["thermal"], second["thermal"]), "not run: unchanged"
@@ -120,12 +120,12 @@ def test_reset_and_apply_remove_the_change_layers_only(blender):
     me = obj.data
     mine = me.attributes.new("my_mask", 'FLOAT', 'POINT')
     mine.data.foreach_set("value", np.full(len(me.vertices), 0.25, np.float32))
-    te.job.ErosionJob(obj, 4000).run()
+    te.data.job.ErosionJob(obj, 4000).run()
     assert _changes(obj)
     assert bpy.ops.terrain.apply() == {'FINISHED'}
-    assert not _changes(obj) and me.attributes.get(te.grid.ORIGINAL_Z) is None
+    assert not _changes(obj) and me.attributes.get(te.data.grid.ORIGINAL_Z) is None
     assert me.attributes.get("te_bedrock") is not None, "state stays: a run resumes"
-    te.job.ErosionJob(obj, 4000).run()  # counts from the applied heights
+    te.data.job.ErosionJob(obj, 4000).run()  # counts from the applied heights
     _assert_adds_up(obj)
     assert bpy.ops.terrain.reset() == {'FINISHED'}
     left = {a.name for a in me.attributes if a.name.startswith("te_")}
@@ -135,8 +135,8 @@ def test_reset_and_apply_remove_the_change_layers_only(blender):
 
 def test_memory_estimate_counts_a_layer_per_process(blender):
     obj = _terrain()
-    job = te.job.ErosionJob(obj, 1000)
-    base = te.writeback.bytes_per_vertex(job.outputs, job.write_colors, job.with_water)
+    job = te.data.job.ErosionJob(obj, 1000)
+    base = te.data.writeback.bytes_per_vertex(job.outputs, job.write_colors, job.with_water)
     assert job.bytes_per_vertex() == base + 8 * len(_enabled(obj))
 
 
@@ -149,35 +149,35 @@ def test_a_user_attribute_with_our_name_and_another_kind_does_not_break_a_run(
     obj = _terrain()
     obj.data.attributes.new("te_change_droplets", *kind)
     with pytest.raises(te.simcore.terrain.TerrainError, match="te_change_droplets"):
-        te.job.ErosionJob(obj, 4000)
+        te.data.job.ErosionJob(obj, 4000)
     attr = obj.data.attributes["te_change_droplets"]
     assert (attr.data_type, attr.domain) == kind, "the user's attribute is untouched"
     attr.name = "my_change"
-    te.job.ErosionJob(obj, 4000).run()
+    te.data.job.ErosionJob(obj, 4000).run()
     attr = obj.data.attributes["te_change_droplets"]
     assert (attr.data_type, attr.domain) == ('FLOAT', 'POINT')
     _assert_adds_up(obj)
-    te.job.ErosionJob(obj, 4000).run()  # and resumes
+    te.data.job.ErosionJob(obj, 4000).run()  # and resumes
     _assert_adds_up(obj)
 
 
 def test_a_damaged_change_layer_is_read_as_zero(blender):
     obj = _terrain()
-    te.job.ErosionJob(obj, 4000).run()
+    te.data.job.ErosionJob(obj, 4000).run()
     me = obj.data
     values = np.zeros(len(me.vertices), np.float32)
     me.attributes["te_change_thermal"].data.foreach_get("value", values)
     values[:5] = np.nan
     me.attributes["te_change_thermal"].data.foreach_set("value", values)
-    te.job.ErosionJob(obj, 4000).run()
+    te.data.job.ErosionJob(obj, 4000).run()
     assert all(np.isfinite(c).all() for c in _changes(obj).values())
 
 
 def test_export_writes_a_signed_map_per_process(blender, tmp_path):
     obj = _terrain("Hills")
-    te.job.ErosionJob(obj, 6000).run()
+    te.data.job.ErosionJob(obj, 6000).run()
     changes = _changes(obj)
-    files = {f.name for f in te.export.export_maps(obj, tmp_path, "hills")}
+    files = {f.name for f in te.features.export.export_maps(obj, tmp_path, "hills")}
     side = json.loads((tmp_path / "hills.json").read_text())
     for name, layer in changes.items():
         key = f"change_{name}"
@@ -188,9 +188,9 @@ def test_export_writes_a_signed_map_per_process(blender, tmp_path):
         assert entry["value_min"] == pytest.approx(float(layer.min()))
         assert entry["value_max"] == pytest.approx(float(layer.max()))
         assert "mid-grey" in entry["png_decode"] and entry["meaning"]
-        exr = te.export._load_image(tmp_path / entry["files"]["EXR"])
+        exr = te.features.export._load_image(tmp_path / entry["files"]["EXR"])
         assert np.array_equal(exr.astype(np.float32), layer.astype(np.float32))
-        png = te.export._load_image(tmp_path / entry["files"]["PNG"])
+        png = te.features.export._load_image(tmp_path / entry["files"]["PNG"])
         lo, hi = entry["min"], entry["max"]
         decoded = lo + np.rint(png * 65535) / 65535 * (hi - lo)
         assert np.abs(decoded - layer).max() <= (hi - lo) / 65535 + 1e-7
@@ -215,5 +215,5 @@ def test_output_panel_names_the_change_layers(blender):
             texts.append(text)
 
     panel = types.SimpleNamespace(layout=Layout())
-    te.panels.TERRAIN_PT_output.draw(panel, bpy.context)
+    te.features.panels.TERRAIN_PT_output.draw(panel, bpy.context)
     assert any("te_change_" in t for t in texts), texts

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from simcore.cli import main
+from simcore.cli.main import main
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset, preset_files
 from simcore.formats.states import load_state, save_state
-from simcore.noise import upland_terrain
-from simcore.simulation import Simulation
+from simcore.generators.noise import upland_terrain
 from simcore.terrain import Terrain
 
 
@@ -42,7 +42,7 @@ def test_the_changes_add_up_to_the_whole_change(name):
 def test_every_process_together_adds_up():
     """Every process at once (snowballs too, which no preset runs): one change array
     each, adding up to the whole change."""
-    from simcore.simulation import PROCESSES, process_params
+    from simcore.engine.simulation import PROCESSES, process_params
     start = upland_terrain(48, seed=2, cell_size=30.0)
     t = Terrain.from_heights(start, 30.0, sediment=np.full(start.shape, 0.02))
     procs = {name: process_params(name) for name in PROCESSES}

@@ -1,4 +1,4 @@
-"""Rivers and lakes as data (simcore.channels)."""
+"""Rivers and lakes as data (simcore.analysis.channels)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simcore.channels import label_lakes, lake_mesh, stream_polylines
+from simcore.analysis.channels import label_lakes, lake_mesh, stream_polylines
 
 
 def valley(n=40):

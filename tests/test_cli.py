@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from simcore.cli import main
+from simcore.cli.main import main
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -160,7 +160,7 @@ def test_particles_zero_does_no_work_and_64_bit_seeds_work(tmp_path, capsys):
 
 
 def test_user_errors_share_one_type():
-    from simcore.cli import CliError
+    from simcore.cli.main import CliError
     from simcore.errors import UserError
     from simcore.formats.presets import PresetError
     from simcore.params import ParameterError
@@ -170,7 +170,7 @@ def test_user_errors_share_one_type():
 
 
 def test_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatch):
-    from simcore import simulation
+    from simcore.engine import simulation
     good = tmp_path / "good.npy"
     np.save(good, np.random.default_rng(0).random((20, 20)))
 

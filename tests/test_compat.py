@@ -1,4 +1,4 @@
-"""addon/compat.py on the running Blender line (every line runs these: marker blender)."""
+"""addon/data/compat.py on the running Blender line (every line runs these: marker blender)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def empty():
 
 
 def test_new_material_has_the_default_node_tree(empty):
-    mat = te.compat.new_node_material("probe")
+    mat = te.data.compat.new_node_material("probe")
     assert mat.node_tree is not None
     names = {n.bl_idname for n in mat.node_tree.nodes}
     assert {"ShaderNodeBsdfPrincipled", "ShaderNodeOutputMaterial"} <= names
@@ -44,14 +44,14 @@ def test_modifier_inputs_set_read_back_and_drive_the_evaluation(empty):
     group.links.new(switch.outputs["Output"], gout.inputs["Geometry"])
     mod = target.modifiers.new("probe", 'NODES')
     mod.node_group = group
-    te.compat.set_modifier_input(mod, obj_in.identifier, cube)
-    te.compat.set_modifier_input(mod, use_in.identifier, True)
-    assert te.compat.modifier_input(mod, obj_in.identifier) == cube
-    assert bool(te.compat.modifier_input(mod, use_in.identifier)) is True
+    te.data.compat.set_modifier_input(mod, obj_in.identifier, cube)
+    te.data.compat.set_modifier_input(mod, use_in.identifier, True)
+    assert te.data.compat.modifier_input(mod, obj_in.identifier) == cube
+    assert bool(te.data.compat.modifier_input(mod, use_in.identifier)) is True
     evaluated = target.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
     assert len(evaluated.vertices) == 8, "the plane now shows the cube it was pointed at"
-    te.compat.set_modifier_input(mod, use_in.identifier, False)
-    te.compat.set_modifier_input(mod, obj_in.identifier, None)
-    assert te.compat.modifier_input(mod, obj_in.identifier) is None
+    te.data.compat.set_modifier_input(mod, use_in.identifier, False)
+    te.data.compat.set_modifier_input(mod, obj_in.identifier, None)
+    assert te.data.compat.modifier_input(mod, obj_in.identifier) is None
     evaluated = target.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
     assert len(evaluated.vertices) == 4

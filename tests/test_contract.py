@@ -19,12 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import dla, parallel
+from simcore.engine.simulation import PROCESSES, Simulation, process_params
 from simcore.formats.presets import load_preset, preset_files
-from simcore.kernels import exchange, put_at, put_bilinear, take, transfer
-from simcore.noise import fractal_terrain
+from simcore.generators import ridges as dla
+from simcore.generators.noise import fractal_terrain
+from simcore.kernels import parallel
+from simcore.kernels.primitives import exchange, put_at, put_bilinear, take, transfer
 from simcore.processes import FIELDS
-from simcore.simulation import PROCESSES, Simulation, process_params
 from simcore.terrain import Terrain
 
 NAMES = list(PROCESSES)

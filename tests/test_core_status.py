@@ -52,34 +52,34 @@ from blender_helpers import add_grid, staged_addon
 te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 te.register()
-assert te.warmup.status().state == te.warmup.IDLE, 'never started in background mode'
+assert te.data.warmup.status().state == te.data.warmup.IDLE, 'never started in background mode'
 obj = add_grid(bpy, n=24, name="Terrain")
 obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset("default"))
 obj.terrain_erosion.particles = 3000
 context = types.SimpleNamespace(active_object=obj, window_manager=bpy.context.window_manager)
 assert ("operator", "terrain.erode") in draw_main(context)
 
-assert te.warmup.start()
-assert not te.warmup.start(), 'one warm-up at a time'
+assert te.data.warmup.start()
+assert not te.data.warmup.start(), 'one warm-up at a time'
 log = draw_main(context)
 bars = [text for kind, text in log if kind == "progress"]
 assert bars and bars[0].startswith("Preparing the simulation core"), log
 assert ("operator", "terrain.erode") not in log, 'Erode waits for the core'
 assert not bpy.ops.terrain.erode.poll(), 'no run on the main thread while compiling'
-assert te.warmup._redraw() == 0.25, 'the sidebar is redrawn while preparing'
+assert te.data.warmup._redraw() == 0.25, 'the sidebar is redrawn while preparing'
 seen, ticks, worst, last = [], 0, 0.0, time.perf_counter()
-while te.warmup.status().busy:
-    seen.append(te.warmup.status().done)
+while te.data.warmup.status().busy:
+    seen.append(te.data.warmup.status().done)
     time.sleep(0.005)
     now = time.perf_counter()
     worst, last, ticks = max(worst, now - last), now, ticks + 1
-status = te.warmup.wait()
-assert status.state == te.warmup.READY, status
+status = te.data.warmup.wait()
+assert status.state == te.data.warmup.READY, status
 assert status.done == status.total > 6 and seen == sorted(seen), (status, seen)
 assert ticks > 10, 'the main thread kept running while the core was prepared'
 assert gc.get_threshold() == thresholds, 'full garbage collections are back on'
 assert ("operator", "terrain.erode") in draw_main(context)
-assert te.warmup._redraw() is None, 'the redraw timer ends with the warm-up'
+assert te.data.warmup._redraw() is None, 'the redraw timer ends with the warm-up'
 
 def compiled():
     return {(d.__name__, str(sig)) for name, m in list(sys.modules.items())
@@ -116,9 +116,9 @@ context = types.SimpleNamespace(active_object=bpy.context.active_object,
                                 window_manager=bpy.context.window_manager)
 text = " ".join(t for kind, t in draw_main(context) if kind == "label")
 assert "numba did not load" in text, text
-plat = te.core_missing.this_platform()
+plat = te.features.core_missing.this_platform()
 assert plat in text and "Install from Disk" in text and "restart Blender" in text, text
-assert te.core_missing.main(["--object", "Grid"]) == 1
+assert te.features.core_missing.main(["--object", "Grid"]) == 1
 assert not [m for m in sys.modules if m.startswith("terrain_erosion.simcore")], \
     "nothing needing numba was imported"
 te.unregister()

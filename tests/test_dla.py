@@ -1,5 +1,6 @@
-"""Diffusion-limited aggregation (simcore.dla): the cluster grows only by sticking, the
-article's options do what they say, the ridge terrain is plausible land in world units."""
+"""Diffusion-limited aggregation (simcore.generators.ridges): the cluster grows only by
+sticking, the article's options do what they say, the ridge terrain is
+plausible land in world units."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simcore import dla
+from simcore.generators import ridges as dla
 from simcore.params import ParameterError
 
 
@@ -354,7 +355,7 @@ def test_bad_settings_are_clear_errors():
 # -- the chained preset ------------------------------------------------------------------
 
 def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
-    from simcore import cli
+    from simcore.cli import main as cli
     from simcore.formats.presets import dump_preset, find_preset, parse_preset
     from simcore.formats.states import load_state
 
@@ -374,7 +375,7 @@ def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
     h = terrain.world_height()
     assert np.isfinite(h).all() and h.max() > 300, "mountains were raised"
     assert terrain.eroded.sum() > 0, "then eroded"
-    # the same ridges as simcore.dla makes on its own, before erosion touched them
+    # the same ridges as simcore.generators.ridges makes on its own, before erosion touched them
     ridges = dla.ridge_terrain((65, 65), 100.0, preset.ridges).heights
     assert np.corrcoef(h.ravel(), ridges.ravel())[0, 1] > 0.9
 
@@ -383,9 +384,9 @@ def test_ridges_eroded_leaves_land_not_spikes():
     """Issue 15 item 4: the chained preset on its own ridges (10.24 km at 40 m cells,
     the preset's full rain per area) keeps <= 10% of cells above 45 degrees and at most
     1.5x the local maxima of the un-eroded ridges, and really erodes them."""
-    from simcore import landforms
+    from simcore.analysis import landforms
+    from simcore.engine.simulation import Simulation
     from simcore.formats.presets import find_preset
-    from simcore.simulation import Simulation
     from simcore.terrain import Terrain
 
     preset = find_preset("ridges_eroded")

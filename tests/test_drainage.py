@@ -1,4 +1,4 @@
-"""The drainage core (simcore/drainage.py): filled levels against an independent
+"""The drainage core (simcore/algorithms/drainage.py): filled levels against an independent
 priority-flood, receivers, the stack and drainage areas, on random grids."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import drainage
+from simcore.algorithms import drainage
 
 
 def reference_fill(h: np.ndarray) -> np.ndarray:

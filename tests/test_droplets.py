@@ -7,11 +7,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import kernels, parallel
-from simcore.kernels import rain_cdf
-from simcore.noise import fractal_terrain
+from simcore.engine.simulation import Simulation
+from simcore.generators.noise import fractal_terrain
+from simcore.kernels import parallel
+from simcore.kernels import primitives as kernels
+from simcore.kernels.primitives import rain_cdf
 from simcore.processes.droplets import DropletParams, run_batch
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 
@@ -171,7 +172,7 @@ def test_thread_count_does_not_change_the_result(world):
     3.75 m cells the default brush is at its 8-cell cap and the capacity reads the
     slope 8 cells ahead, the farthest a step reads."""
     from simcore.formats.presets import find_preset
-    from simcore.noise import fractal_terrain, upland_terrain
+    from simcore.generators.noise import fractal_terrain, upland_terrain
     if world == "fractal":
         h, cell, n = fractal_terrain(160, seed=2), 1.0, 8192  # 5 strips: parallel phases
         params = DropletParams(batch=4096)
@@ -268,7 +269,7 @@ def test_the_default_brush_reads_the_slope_over_45_m():
     and 7.5 m cells, 30 m (its 8-cell cap) on 3.75 m cells; there the run changes
     where the droplets dig, on 30 m cells nothing."""
     from simcore.formats.presets import find_preset
-    from simcore.noise import upland_terrain
+    from simcore.generators.noise import upland_terrain
     from simcore.processes import droplets as D
     p = find_preset("default").params["droplets"]
     assert p.brush_radius == 45.0
@@ -292,8 +293,8 @@ def test_the_default_brush_reads_the_slope_over_45_m():
 def test_same_world_at_two_resolutions_erodes_alike():
     """The same world at 128^2 (cell 2) and as its 2x2 block mean at 64^2 (cell 4), the
     same rain per area: the height changes correlate and the eroded volumes agree."""
-    from simcore.landforms import block_mean, correlation
-    from simcore.noise import upland_terrain
+    from simcore.analysis.landforms import block_mean, correlation
+    from simcore.generators.noise import upland_terrain
     fine_h = upland_terrain(128, seed=3, cell_size=2.0)
     coarse_h = block_mean(fine_h)
     params = {"droplets": DropletParams(Kq=40.0, Kd=0.01, Kw=0.005, brush_radius=6.0)}
@@ -371,10 +372,10 @@ def test_rain_map_decides_where_droplets_start():
 
 @pytest.mark.parametrize("threads", [3, 8])
 def test_strips_give_the_same_result_on_more_threads_than_cores(threads):
-    """The strips' passes run as soon as their neighbours allow (simcore.parallel), in
+    """The strips' passes run as soon as their neighbours allow (simcore.kernels.parallel), in
     an order that changes from run to run with more threads than cores; the result
     must not (12 strips, brush radius 3: 2-cell margins)."""
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     from simcore.processes.droplets import _run_batch, strip_margin
     h = fractal_terrain(384, seed=4, relief=48.0)[:, :96].copy()
     params = DropletParams(batch=6000)

@@ -1,18 +1,24 @@
 """Dunes that ignore the grid and come in families, with the desert preset's
 wind on fixed seeds: the same dunes turned with the wind at 0, 22.5 and 45 degrees to
 the grid; barchans from a thin patchy sand cover, transverse ridges from a thick one,
-linear dunes from two winds. Figures from ``simcore.landforms``."""
+linear dunes from two winds. Figures from ``simcore.analysis.landforms``."""
 
 import dataclasses
 
 import numpy as np
 import pytest
 
-from simcore import parallel
+from simcore.analysis.landforms import (
+    crest_orientation,
+    crest_trend,
+    dune_spacing,
+    sand_bodies,
+    streaks,
+)
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset
-from simcore.landforms import crest_orientation, crest_trend, dune_spacing, sand_bodies, streaks
+from simcore.kernels import parallel
 from simcore.processes.wind import WindParams, measure_dunes, run_batch
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 

@@ -10,12 +10,12 @@ import zlib
 import numpy as np
 import pytest
 
-from simcore.cli import main
+from simcore.cli.main import main
 from simcore.errors import UserError
 from simcore.formats import engine_tiles as et
 from simcore.formats import images
 from simcore.formats.states import save_heights, save_state
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.terrain import Terrain
 
 

@@ -17,7 +17,7 @@ et = te.simcore.formats.engine_tiles
 
 
 def raster(obj):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64), g
 
 
@@ -30,9 +30,9 @@ def with_layers(obj):
             "te_pool_depth": np.where(yy < 5, 0.02, 0.0),
             "te_vegetation": (xx + yy) / (g.rows + g.cols)}
     for name, values in maps.items():
-        te.grid.write_float_layer(obj.data, name, g, values)
-    te.grid.write_float_layer(obj.data, "te_wind_contact", g, np.zeros((g.rows, g.cols)))
-    return {k[3:]: te.grid.read_float_layer(obj.data, k, g) for k in maps}
+        te.data.grid.write_float_layer(obj.data, name, g, values)
+    te.data.grid.write_float_layer(obj.data, "te_wind_contact", g, np.zeros((g.rows, g.cols)))
+    return {k[3:]: te.data.grid.read_float_layer(obj.data, k, g) for k in maps}
 
 
 def assert_shared_edges(side, folder):
@@ -103,14 +103,14 @@ def test_real_size_and_exaggeration_give_metres(blender, tmp_path):
     s.real_size, s.vertical_exaggeration = 640.0, 2.0
     z, g = raster(obj)
     metres = 640.0 / 2.0
-    _, side = te.engine_tiles.export_engine_tiles(obj, tmp_path, "a", "unity", 33)
+    _, side = te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "a", "unity", 33)
     assert side["cell_size_x"] == pytest.approx(10.0, rel=1e-5)
     assert side["size_x"] == pytest.approx(640.0, rel=1e-5)
     back = et.read_tiles(tmp_path / "a.json")
     want = z * metres / 2.0
     step = (want.max() - want.min()) / 65535
     assert np.abs(back.heights - want).max() <= 0.5 * step * (1 + 1e-5) + 1e-9
-    _, kept = te.engine_tiles.export_engine_tiles(obj, tmp_path, "b", "unity", 33,
+    _, kept = te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "b", "unity", 33,
                                                   keep_exaggeration=True)
     assert kept["height_scale"] == pytest.approx(2 * side["height_scale"])
     assert side["origin_x"] == pytest.approx(g.x0 * metres)
@@ -118,7 +118,7 @@ def test_real_size_and_exaggeration_give_metres(blender, tmp_path):
 
 def test_a_grid_off_the_engine_size_is_resampled_with_a_note(blender, tmp_path):
     obj = add_grid(bpy, n=40, size=4.0, name="Odd")
-    files, side = te.engine_tiles.export_engine_tiles(obj, tmp_path, "", "unity", 33)
+    files, side = te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "", "unity", 33)
     assert side["resampled"] and side["resampling"]["to"] == [65, 65]
     assert files[-1].name == "Odd_tiles.json"
 
@@ -128,9 +128,9 @@ def test_bad_inputs_get_a_clear_message(blender, tmp_path):
     with pytest.raises(RuntimeError, match="not an existing folder"):  # reported ERROR
         bpy.ops.terrain.export_engine_tiles(directory=str(tmp_path / "missing"))
     with pytest.raises(te.simcore.errors.UserError, match="not saved yet"):
-        te.engine_tiles.export_engine_tiles(obj, "//")
+        te.features.engine_tiles.export_engine_tiles(obj, "//")
     with pytest.raises(te.simcore.errors.UserError, match="use one of 33, 65, 129"):
-        te.engine_tiles.export_engine_tiles(obj, tmp_path, "g", "unity", 1009)
+        te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "g", "unity", 1009)
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
     with pytest.raises(RuntimeError, match="not an existing folder"):
@@ -167,13 +167,13 @@ def test_non_grid_and_edit_mode_are_refused_by_name(blender, tmp_path):
     bpy.ops.mesh.primitive_uv_sphere_add()
     sphere = bpy.context.active_object
     with pytest.raises(te.simcore.errors.UserError, match="grid"):
-        te.engine_tiles.export_engine_tiles(sphere, tmp_path, "s", "unity", 33)
+        te.features.engine_tiles.export_engine_tiles(sphere, tmp_path, "s", "unity", 33)
     obj = add_grid(bpy, n=17, name="Editing")
     bpy.ops.object.mode_set(mode='EDIT')
     try:
         assert not bpy.ops.terrain.export_engine_tiles.poll()
         with pytest.raises(te.simcore.errors.UserError, match="Edit mode.*Tab"):
-            te.engine_tiles.export_engine_tiles(obj, tmp_path, "e", "unity", 33)
+            te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "e", "unity", 33)
     finally:
         bpy.ops.object.mode_set(mode='OBJECT')
     assert list(tmp_path.iterdir()) == []
@@ -183,10 +183,11 @@ def test_file_export_menu_has_the_entry(blender):
     from blender_helpers import PanelRecorder
 
     rec = PanelRecorder()
-    te.engine_tiles._menu_export(type("M", (), {"layout": rec})(), bpy.context)
+    te.features.engine_tiles._menu_export(type("M", (), {"layout": rec})(), bpy.context)
     assert ("operator", "terrain.export_engine_tiles", "Terrain Tiles (Unreal/Unity)") \
         in rec.log
-    assert te.engine_tiles._menu_export in bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    menus = bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert te.features.engine_tiles._menu_export in menus
 
 
 def test_maps_and_tiles_of_one_object_share_a_folder(blender, tmp_path):
@@ -195,7 +196,7 @@ def test_maps_and_tiles_of_one_object_share_a_folder(blender, tmp_path):
     maps' numbers. Tiles given the maps' name are refused, naming the file, and leave
     the folder as it was."""
     obj = add_grid(bpy, n=33, size=6.4, relief=1.5, name="Terrain")
-    te.export.export_maps(obj, tmp_path, "", ("PNG",))
+    te.features.export.export_maps(obj, tmp_path, "", ("PNG",))
     maps = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     assert bpy.ops.terrain.export_engine_tiles(
         directory=str(tmp_path), engine='UNITY', unity_size='33') == {'FINISHED'}
@@ -205,6 +206,6 @@ def test_maps_and_tiles_of_one_object_share_a_folder(blender, tmp_path):
         bpy.ops.terrain.export_engine_tiles(directory=str(tmp_path), basename="Terrain",
                                             engine='UNITY', unity_size='33')
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in maps} == maps
-    new = te.export.import_heightmap(tmp_path / "Terrain_height.png")
-    g, g2 = te.grid.detect_grid(obj.data), te.grid.detect_grid(new.data)
+    new = te.features.export.import_heightmap(tmp_path / "Terrain_height.png")
+    g, g2 = te.data.grid.detect_grid(obj.data), te.data.grid.detect_grid(new.data)
     assert g2.cell_x == pytest.approx(g.cell_x) and (g2.rows, g2.cols) == (33, 33)

@@ -17,7 +17,7 @@ te = staged_addon()
 
 
 def raster(obj):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols), g
 
 
@@ -32,13 +32,13 @@ def eroded(blender):
 
 def test_exr_round_trip_is_exact_and_png_within_16_bit(eroded, tmp_path):
     obj = eroded
-    files = te.export.export_maps(obj, tmp_path, "hills")
+    files = te.features.export.export_maps(obj, tmp_path, "hills")
     names = {f.name for f in files}
     for layer in ("height", "bedrock", "sediment_depth", "eroded", "deposited"):
         assert {f"hills_{layer}.png", f"hills_{layer}.exr"} <= names, layer
     z, g = raster(obj)
     for suffix in (".exr", ".png"):
-        new = te.export.import_heightmap(tmp_path / f"hills_height{suffix}")
+        new = te.features.export.import_heightmap(tmp_path / f"hills_height{suffix}")
         z2, g2 = raster(new)
         assert (g2.rows, g2.cols) == (g.rows, g.cols)
         assert np.isclose(g2.cell_x, g.cell_x) and np.isclose(g2.cell_y, g.cell_y)
@@ -48,12 +48,12 @@ def test_exr_round_trip_is_exact_and_png_within_16_bit(eroded, tmp_path):
             step = (z.max() - z.min()) / 65535
             assert np.abs(z2 - z).max() <= 0.5 * step + 1e-6 * max(1, abs(z).max())
             assert np.abs(z2 - z).max() > 0, "PNG is quantised"
-        assert te.grid.detect_grid(new.data)  # a grid the add-on can erode
+        assert te.data.grid.detect_grid(new.data)  # a grid the add-on can erode
 
 
 def test_sidecar_parses_and_matches(eroded, tmp_path):
     obj = eroded
-    te.export.export_maps(obj, tmp_path, "hills", ("EXR",))
+    te.features.export.export_maps(obj, tmp_path, "hills", ("EXR",))
     side = json.loads((tmp_path / "hills.json").read_text())
     z, g = raster(obj)
     assert side["rows"] == g.rows and side["cols"] == g.cols
@@ -69,22 +69,22 @@ def test_sidecar_parses_and_matches(eroded, tmp_path):
     sidecar = te.simcore.formats.sidecar  # the reader an import uses: the same facts
     facts = sidecar.read_facts(sidecar.read(tmp_path / "hills_height.exr"),
                                tmp_path / "hills_height.exr", (g.rows, g.cols), True,
-                               False, te.scale.EXAGGERATION_RANGE)
+                               False, te.data.scale.EXAGGERATION_RANGE)
     assert (facts.cell_size_x, facts.height_min, facts.height_max) == (
         side["cell_size_x"], side["height_min"], side["height_max"])
     for name, entry in side["maps"].items():
         for fname in entry["files"].values():
             assert (tmp_path / fname).is_file(), name
     # every exported layer decodes to the mesh's values
-    sed = te.grid.read_float_layer(obj.data, "te_sediment_depth", g)
-    img = te.export._load_image(tmp_path / side["maps"]["sediment_depth"]["files"]["EXR"])
+    sed = te.data.grid.read_float_layer(obj.data, "te_sediment_depth", g)
+    img = te.features.export._load_image(tmp_path / side["maps"]["sediment_depth"]["files"]["EXR"])
     assert np.array_equal(img.astype(np.float32), sed.astype(np.float32))
 
 
 def test_png_import_without_sidecar_uses_the_given_range(blender, tmp_path):
     z = np.linspace(0, 1, 20 * 30).reshape(20, 30)
-    te.export._save_image(tmp_path / "ramp.png", z, "PNG")
-    obj = te.export.import_heightmap(tmp_path / "ramp.png", cell_size=2.0,
+    te.features.export._save_image(tmp_path / "ramp.png", z, "PNG")
+    obj = te.features.export.import_heightmap(tmp_path / "ramp.png", cell_size=2.0,
                                      height_min=-5.0, height_max=15.0)
     z2, g = raster(obj)
     assert (g.rows, g.cols) == (20, 30) and np.isclose(g.cell_x, 2.0)
@@ -93,34 +93,34 @@ def test_png_import_without_sidecar_uses_the_given_range(blender, tmp_path):
 
 def test_bad_inputs_are_user_errors(blender, tmp_path):
     with pytest.raises(te.simcore.errors.UserError, match="no such file"):
-        te.export.import_heightmap(tmp_path / "nothing.exr")
+        te.features.export.import_heightmap(tmp_path / "nothing.exr")
     (tmp_path / "junk.png").write_bytes(b"not a png")
     with pytest.raises(te.simcore.errors.UserError):
-        te.export.import_heightmap(tmp_path / "junk.png")
+        te.features.export.import_heightmap(tmp_path / "junk.png")
     obj = add_grid(bpy, n=9)
     with pytest.raises(te.simcore.errors.UserError, match="not an existing folder"):
-        te.export.export_maps(obj, tmp_path / "missing")
+        te.features.export.export_maps(obj, tmp_path / "missing")
     with pytest.raises(RuntimeError, match="not an existing folder"):  # reported ERROR
         bpy.ops.terrain.export_maps(directory=str(tmp_path / "missing"))
     with pytest.raises(te.simcore.errors.UserError, match="not saved yet"):
-        te.export.export_maps(obj, "//")  # an unsaved .blend has no folder
+        te.features.export.export_maps(obj, "//")  # an unsaved .blend has no folder
     assert bpy.ops.terrain.export_maps(directory=str(tmp_path)) == {'FINISHED'}
     assert (tmp_path / f"{obj.name}.json").is_file()
 
 
 def test_rivers_and_lakes_exported_with_the_maps(blender, tmp_path):
     obj = add_grid(bpy, n=24, size=4.0, name="Wet")
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     stream = np.zeros((g.rows, g.cols))
     stream[:, 12] = 0.9
     pool = np.zeros((g.rows, g.cols))
     pool[3:6, 3:6] = 0.2
     z = np.tile(np.linspace(0, 2, g.rows)[:, None], (1, g.cols)) + 0.1 * np.abs(
         np.arange(g.cols) - 12)
-    te.grid.write_heights(obj.data, g, positions(obj.data), z)
-    te.grid.write_float_layer(obj.data, "te_stream", g, stream)
-    te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
-    te.export.export_maps(obj, tmp_path, "wet", ("EXR",))
+    te.data.grid.write_heights(obj.data, g, positions(obj.data), z)
+    te.data.grid.write_float_layer(obj.data, "te_stream", g, stream)
+    te.data.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    te.features.export.export_maps(obj, tmp_path, "wet", ("EXR",))
     rivers = json.loads((tmp_path / "wet_rivers.json").read_text())["rivers"]
     assert len(rivers) == 1 and len(rivers[0]["points"]) == g.rows
     formats = te.simcore.formats
@@ -128,7 +128,7 @@ def test_rivers_and_lakes_exported_with_the_maps(blender, tmp_path):
         "the format's reader takes what the export writes"
     side = json.loads((tmp_path / "wet.json").read_text())
     assert side["maps"]["lakes"]["count"] == 1
-    lakes = te.export._load_image(tmp_path / "wet_lakes.png")
+    lakes = te.features.export._load_image(tmp_path / "wet_lakes.png")
     assert np.array_equal(np.rint(lakes * 65535) > 0, pool > 0)
 
 
@@ -136,18 +136,18 @@ def test_batch_command_exports_maps(blender, tmp_path, capsys):
     obj = add_grid(bpy, n=16, name="Batch")
     out = tmp_path / "maps"
     out.mkdir()
-    assert te.batch.main(["--object", "Batch", "--particles", "500",
+    assert te.features.batch.main(["--object", "Batch", "--particles", "500",
                           "--export-maps", str(out)]) == 0
     assert "exported" in capsys.readouterr().out
     side = json.loads((out / "Batch.json").read_text())
     assert side["particles"] == obj.terrain_erosion.particles
     assert side["particles_per_area"] == 0.0, "--particles: the explicit total was used"
     z, _ = raster(obj)
-    img = te.export._load_image(out / "Batch_height.exr")
+    img = te.features.export._load_image(out / "Batch_height.exr")
     assert np.array_equal(img.astype(np.float32), z)
     # a bad folder is refused before any work
     before = positions(obj.data).copy()
-    assert te.batch.main(["--object", "Batch", "--particles", "500",
+    assert te.features.batch.main(["--object", "Batch", "--particles", "500",
                           "--export-maps", str(tmp_path / "nope")]) == 2
     assert "not an existing folder" in capsys.readouterr().err
     assert np.array_equal(before, positions(obj.data))
@@ -170,17 +170,17 @@ def test_an_engine_tiles_sidecar_is_never_replaced_or_read_as_the_maps(blender, 
     <name>.json; the map export used to replace it, and an import read it as the maps'
     sidecar. The export is refused, naming the file; the import says what it is."""
     obj = add_grid(bpy, n=17, size=2.0, relief=0.4, name="Grid")
-    te.engine_tiles.export_engine_tiles(obj, tmp_path, "Grid", "unity", 33)
+    te.features.engine_tiles.export_engine_tiles(obj, tmp_path, "Grid", "unity", 33)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     with pytest.raises(te.simcore.errors.UserError,
                        match=r"Grid\.json: it is the sidecar of a Terrain Erosion "
                              "engine_tiles set.*another Name"):
-        te.export.export_maps(obj, tmp_path)
+        te.features.export.export_maps(obj, tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     (tmp_path / "maps").mkdir()
-    te.export.export_maps(obj, tmp_path / "maps", "", ("PNG",))
+    te.features.export.export_maps(obj, tmp_path / "maps", "", ("PNG",))
     (tmp_path / "Grid_height.png").write_bytes((tmp_path / "maps" / "Grid_height.png")
                                                .read_bytes())
     with pytest.raises(te.simcore.errors.UserError, match=r"Grid\.json is a Terrain "
                        "Erosion 'engine_tiles' sidecar, not a map export's"):
-        te.export.import_heightmap(tmp_path / "Grid_height.png")
+        te.features.export.import_heightmap(tmp_path / "Grid_height.png")

@@ -246,9 +246,9 @@ def test_no_openimageio_is_a_clear_error(monkeypatch, tmp_path):
 
 @pytest.fixture
 def state(tmp_path):
-    from simcore import cli
+    from simcore.cli import main as cli
     from simcore.formats.states import save_heights
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     save_heights(tmp_path / "h.npy", fractal_terrain(24, seed=2)[:, :19] * 10)
     assert cli.main(["erode", "--input", str(tmp_path / "h.npy"), "--output",
                      str(tmp_path / "s.npz"), "--particles", "800", "--quiet",
@@ -259,10 +259,10 @@ def state(tmp_path):
 def test_cli_export_writes_the_addons_channels_and_facts(state, tmp_path):
     """One convention: the channels are the add-on's float layers without 'te_' in
     world (the import's local) units, the header has the add-on's facts."""
-    from simcore import cli
+    from simcore.analysis.layers import CHANGE_LAYER_PREFIX, exported_maps
+    from simcore.cli import main as cli
     from simcore.fields import CORE_FIELDS
     from simcore.formats.states import load_state
-    from simcore.layers import CHANGE_LAYER_PREFIX, exported_maps
     from simcore.processes import FIELDS
     out = tmp_path / "s.exr"
     assert cli.main(["export", str(state), "--output", str(out), "--quiet"]) == 0
@@ -308,7 +308,7 @@ def test_cli_export_writes_the_addons_channels_and_facts(state, tmp_path):
 
 
 def test_cli_erode_to_exr_is_the_state_as_exr(state, tmp_path):
-    from simcore import cli
+    from simcore.cli import main as cli
     a, b = tmp_path / "a.exr", tmp_path / "b.exr"
     args = ["erode", "--input", str(tmp_path / "h.npy"), "--particles", "800", "--quiet",
             "--cell-size", "30", "--output"]
@@ -321,7 +321,7 @@ def test_cli_erode_to_exr_is_the_state_as_exr(state, tmp_path):
 
 def test_cli_export_errors_are_one_line_and_write_nothing(state, tmp_path, capsys,
                                                           monkeypatch):
-    from simcore import cli
+    from simcore.cli import main as cli
     assert cli.main(["export", str(tmp_path / "h.npy"), "--output", str(tmp_path / "x.exr")]) == 2
     assert cli.main(["export", str(state), "--output", str(tmp_path / "x.png")]) == 2
     monkeypatch.setitem(sys.modules, "OpenImageIO", None)

@@ -21,7 +21,7 @@ UserError = te.simcore.errors.UserError
 
 
 def all_layers(obj) -> dict[str, np.ndarray]:
-    return te.export._layers(obj, te.grid.detect_grid(obj.data))
+    return te.features.export._layers(obj, te.data.grid.detect_grid(obj.data))
 
 
 def bits(a) -> np.ndarray:
@@ -35,25 +35,25 @@ def eroded(blender):
     rng = np.random.default_rng(4)
     yy, xx = np.mgrid[0:21, 0:29]
     z = 0.05 * yy + 0.3 * np.sin(xx / 4.0) + 0.02 * rng.random((21, 29))
-    obj = te.export.make_grid_object("Hills", z, 0.15, 0.15)
+    obj = te.features.export.make_grid_object("Hills", z, 0.15, 0.15)
     s = obj.terrain_erosion
     s.seed, s.particles, s.real_size = 3, 2000, 4.0
     s.hydrology.enabled = True
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.terrain.erode() == {'FINISHED'}
-    g = te.grid.detect_grid(obj.data)  # signed zeros and tiny values must survive too
+    g = te.data.grid.detect_grid(obj.data)  # signed zeros and tiny values must survive too
     signs = np.where(np.arange(g.rows * g.cols).reshape(g.rows, g.cols) % 3 == 0, -0.0, 0.0)
     signs[0, :3] = (np.float32(1e-45), -np.float32(1e-45), np.float32(3.4e38))
     # in a layer of the add-on's (export writes no other): the change of a process
     # this run leaves out (a run reads it as it is; a state layer is range-checked)
-    te.grid.write_float_layer(obj.data, "te_change_landscape", g, signs)
+    te.data.grid.write_float_layer(obj.data, "te_change_landscape", g, signs)
     assert np.signbit(all_layers(obj)["change_landscape"]).sum() == (signs.size + 2) // 3
     return obj
 
 
 def test_which_openimageio_blender_uses(blender):
-    oiio = te.export.openimageio()
-    ships = any((d / "OpenImageIO").is_dir() for d in te.export.blender_site_packages())
+    oiio = te.features.export.openimageio()
+    ships = any((d / "OpenImageIO").is_dir() for d in te.features.export.blender_site_packages())
     assert ships == (bpy.app.version >= (4, 5, 0))
     assert ("/bpy/" in oiio.__file__.replace("\\", "/")) == ships, oiio.__file__
     print(f"Blender {bpy.app.version_string}: OpenImageIO {oiio.VERSION_STRING} from "
@@ -65,7 +65,7 @@ def test_multilayer_exr_round_trips_bit_exact(eroded, tmp_path):
     maps = all_layers(obj)
     assert {"height", "bedrock", "sediment_depth", "stream", "pool_depth"} <= set(maps)
     assert any(n.startswith("change_") for n in maps)
-    files = te.export.export_maps(obj, tmp_path, "hills", ("EXR", "MULTI_EXR"))
+    files = te.features.export.export_maps(obj, tmp_path, "hills", ("EXR", "MULTI_EXR"))
     names = [f.name for f in files]
     assert "hills_layers.exr" in names and names[-1] == "hills.json"
     side = json.loads((tmp_path / "hills.json").read_text())
@@ -74,10 +74,10 @@ def test_multilayer_exr_round_trips_bit_exact(eroded, tmp_path):
     assert all(side["maps"][n]["files"]["MULTI_EXR"] == "hills_layers.exr" for n in maps)
 
     layers = te.simcore.formats.exr.read(tmp_path / "hills_layers.exr",
-                                         te.export.openimageio())
+                                         te.features.export.openimageio())
     assert sorted(layers.channels) == sorted(maps)
     for name, values in maps.items():  # the same pixels as the separate EXR files
-        single = te.export._load_image(tmp_path / f"hills_{name}.exr")
+        single = te.features.export._load_image(tmp_path / f"hills_{name}.exr")
         assert np.array_equal(layers.channels[name], single), name
         assert np.array_equal(bits(layers.channels[name]), bits(values)), name
     head = layers.attributes
@@ -85,7 +85,7 @@ def test_multilayer_exr_round_trips_bit_exact(eroded, tmp_path):
     assert head["addon_version"] == side["addon_version"]
     assert head["units"] == side["units"]
 
-    new = te.export.import_heightmap(tmp_path / "hills_layers.exr")
+    new = te.features.export.import_heightmap(tmp_path / "hills_layers.exr")
     assert new.name.startswith("hills_layers")
     back = all_layers(new)
     assert sorted(back) == sorted(maps)
@@ -104,11 +104,11 @@ def test_multilayer_exr_round_trips_bit_exact(eroded, tmp_path):
 def test_the_header_stands_in_for_a_missing_sidecar(eroded, tmp_path):
     obj = eroded
     obj.scale = (1, 1, 1)
-    te.export.export_maps(obj, tmp_path, "solo", ("MULTI_EXR",))
+    te.features.export.export_maps(obj, tmp_path, "solo", ("MULTI_EXR",))
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".exr") == \
         ["solo_layers.exr"], "the multi-layer file alone, no separate EXRs"
     (tmp_path / "solo.json").unlink()
-    new = te.export.import_heightmap(tmp_path / "solo_layers.exr")
+    new = te.features.export.import_heightmap(tmp_path / "solo_layers.exr")
     assert np.array_equal(bits(positions(new.data)[:, 2]), bits(positions(obj.data)[:, 2]))
     assert np.allclose(positions(new.data)[:, :2], positions(obj.data)[:, :2], atol=1e-6)
     assert new.terrain_erosion.real_size == pytest.approx(4.0)
@@ -132,7 +132,7 @@ def test_a_full_disk_at_every_file_keeps_the_previous_set(eroded, tmp_path, monk
     out = tmp_path / "maps"
     out.mkdir()
     formats = ("EXR", "MULTI_EXR")
-    te.export.export_maps(obj, out, "wet", formats)
+    te.features.export.export_maps(obj, out, "wet", formats)
     s = obj.terrain_erosion
     s.particles = 1000
     assert bpy.ops.terrain.erode() == {'FINISHED'}
@@ -140,7 +140,7 @@ def test_a_full_disk_at_every_file_keeps_the_previous_set(eroded, tmp_path, monk
     for k in range(len(files) + 2):
         with full_disk_at(monkeypatch, k) as opened:
             try:
-                te.export.export_maps(obj, out, "wet", formats)
+                te.features.export.export_maps(obj, out, "wet", formats)
             except UserError as exc:
                 assert "No space left" in str(exc), exc
             else:
@@ -153,32 +153,32 @@ def test_a_full_disk_at_every_file_keeps_the_previous_set(eroded, tmp_path, monk
 
 
 def test_damaged_and_foreign_files_are_messages(eroded, tmp_path):
-    te.export.export_maps(eroded, tmp_path, "d", ("MULTI_EXR",))
+    te.features.export.export_maps(eroded, tmp_path, "d", ("MULTI_EXR",))
     path = tmp_path / "d_layers.exr"
     data = bytearray(path.read_bytes())
     path.write_bytes(bytes(data[:len(data) // 2]))
     with pytest.raises(UserError, match="d_layers.exr"):
-        te.export.import_heightmap(path)
+        te.features.export.import_heightmap(path)
     data[len(data) // 2:len(data) // 2 + 64] = bytes(64)
     path.write_bytes(bytes(data))
     with pytest.raises(UserError, match="damaged"):
-        te.export.import_heightmap(path)
+        te.features.export.import_heightmap(path)
     (tmp_path / "junk.exr").write_bytes(b"not an exr")
     with pytest.raises(UserError, match="not an OpenEXR file"):
-        te.export.import_heightmap(tmp_path / "junk.exr")
+        te.features.export.import_heightmap(tmp_path / "junk.exr")
     with pytest.raises(RuntimeError, match="not an OpenEXR file"):  # reported ERROR
         bpy.ops.terrain.import_heightmap(filepath=str(tmp_path / "junk.exr"))
 
 
 def test_without_openimageio_a_message_and_nothing_written(eroded, tmp_path, monkeypatch):
     """Blender 4.2 ships no OpenImageIO: the import of it fails (made to fail here)."""
-    te.export.export_maps(eroded, tmp_path, "had", ("MULTI_EXR",))
+    te.features.export.export_maps(eroded, tmp_path, "had", ("MULTI_EXR",))
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.setitem(sys.modules, "OpenImageIO", None)  # `import OpenImageIO` fails
     message = "Multi-layer EXR needs OpenImageIO, which this Blender does not include"
     with pytest.raises(UserError, match=message):
-        te.export.export_maps(eroded, out, "x", ("EXR", "MULTI_EXR"))
+        te.features.export.export_maps(eroded, out, "x", ("EXR", "MULTI_EXR"))
     assert tree(out) == {}
     with pytest.raises(RuntimeError, match=message):
         bpy.ops.terrain.export_maps(directory=str(out), multilayer=True)
@@ -192,15 +192,15 @@ def test_without_openimageio_a_message_and_nothing_written(eroded, tmp_path, mon
 def test_the_batch_command_writes_it_on_request(eroded, tmp_path, capsys, monkeypatch):
     out = tmp_path / "maps"
     out.mkdir()
-    assert te.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
+    assert te.features.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
                           str(out), "--multilayer-exr"]) == 0
-    layers = te.simcore.formats.exr.read(out / "Hills_layers.exr", te.export.openimageio())
+    layers = te.simcore.formats.exr.read(out / "Hills_layers.exr", te.features.export.openimageio())
     assert np.array_equal(bits(layers.channels["height"]), bits(all_layers(eroded)["height"]))
     assert (out / "Hills_height.png").is_file(), "beside the separate files"
-    assert te.batch.main(["--object", "Hills", "--multilayer-exr"]) == 2
+    assert te.features.batch.main(["--object", "Hills", "--multilayer-exr"]) == 2
     monkeypatch.setitem(sys.modules, "OpenImageIO", None)
     before = positions(eroded.data).copy()
-    assert te.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
+    assert te.features.batch.main(["--object", "Hills", "--particles", "300", "--export-maps",
                           str(out), "--multilayer-exr"]) == 2
     assert np.array_equal(positions(eroded.data), before), "refused before the run"
     err = capsys.readouterr().err
@@ -213,7 +213,7 @@ def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
     def sc(module):  # the staged add-on's own simcore (what ships in the extension)
         return importlib.import_module(f"{te.simcore.__name__}.{module}")
     cli, states = sc("cli"), sc("formats.states")
-    te.export.openimageio()  # Blender's own module, as the add-on's import uses
+    te.features.export.openimageio()  # Blender's own module, as the add-on's import uses
     states.save_heights(tmp_path / "h.npy", sc("noise").fractal_terrain(24, seed=2)[:, :19] * 10)
     run = ["erode", "--input", str(tmp_path / "h.npy"), "--particles", "800", "--quiet",
            "--cell-size", "30", "--output"]
@@ -225,8 +225,8 @@ def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
     rows, cols = terrain.shape
     cell = terrain.cell_size
     for name in ("s.exr", "e.exr"):
-        new = te.export.import_heightmap(tmp_path / name)
-        g = te.grid.detect_grid(new.data)
+        new = te.features.export.import_heightmap(tmp_path / name)
+        g = te.data.grid.detect_grid(new.data)
         assert (g.rows, g.cols) == (rows, cols)
         assert g.cell_x == pytest.approx(cell) and g.cell_y == pytest.approx(cell)
         back = all_layers(new)
@@ -243,21 +243,21 @@ def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
         for layer in back:
             if layer != "height":
                 attr = new.data.attributes["te_" + layer]
-                assert attr.name in te.export.EXPORTED_LAYERS, layer
+                assert attr.name in te.features.export.EXPORTED_LAYERS, layer
 
 
 def test_the_simcore_layer_names_are_the_addons(blender):
-    layers = te.simcore.layers
+    layers = te.simcore.analysis.layers
     assert {f.exact for f in te.simcore.processes.FIELDS.values() if f.exact} == \
-        set(te.grid.FLOAT_LAYERS.values())
+        set(te.data.grid.FLOAT_LAYERS.values())
     assert {layers.CHANGE_LAYER_PREFIX + p for p in te.simcore.processes.PROCESSES} == \
-        set(te.grid.CHANGE_LAYERS.values())
+        set(te.data.grid.CHANGE_LAYERS.values())
 
 
 def test_a_tiled_single_channel_exr_heightmap_imports(blender, tmp_path):
     """Another tool's tiled float EXR is a plain heightmap: Blender's image reader
     takes it (the multi-layer reader is for ours: single-part scanline)."""
-    oiio = te.export.openimageio()
+    oiio = te.features.export.openimageio()
     rows, cols = 37, 53
     yy, xx = np.mgrid[0:rows, 0:cols]
     z = (0.5 * np.sin(xx / 5.0) + 0.02 * yy + 0.25).astype(np.float32)  # row 0 = south
@@ -274,8 +274,8 @@ def test_a_tiled_single_channel_exr_heightmap_imports(blender, tmp_path):
         assert not te.simcore.formats.exr.has_height(path)
         if channel == "height":
             continue  # not ours either (tiled): Blender's reader, whatever it makes of it
-        new = te.export.import_heightmap(path, cell_size=0.5)
-        g = te.grid.detect_grid(new.data)
+        new = te.features.export.import_heightmap(path, cell_size=0.5)
+        g = te.data.grid.detect_grid(new.data)
         assert (g.rows, g.cols) == (rows, cols)
         got = positions(new.data)[:, 2][g.order].reshape(rows, cols)
         assert np.array_equal(got, z)

@@ -21,12 +21,12 @@ import pytest
 from conftest import FailingFile, deflate_start, small_tmpfs
 
 from simcore import fileio
-from simcore.cli import main
+from simcore.cli.main import main
 from simcore.errors import OutputPathError, ResourceError, UserError
 from simcore.formats.images import save_png
 from simcore.formats.presets import find_preset, save_preset
 from simcore.formats.states import load_state, save_heights, save_state
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.terrain import Terrain
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -466,10 +466,10 @@ _FULL_CACHE = textwrap.dedent("""
         yield
 
     caching.IndexDataCacheFile._open_for_write = full_disk
-    from simcore.kernels import mix64
-    from simcore.simulation import Simulation, process_params
+    from simcore.kernels.primitives import mix64
+    from simcore.engine.simulation import Simulation, process_params
     from simcore.terrain import Terrain
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     print(int(mix64(np.uint64(7))))
     t = Terrain.from_heights(fractal_terrain(24, seed=1), 1.0)
     Simulation(t, {{"thermal": process_params("thermal")}}, seed=1, particles=10).run()
@@ -491,9 +491,9 @@ def test_a_full_disk_under_numbas_cache_is_a_warning_not_a_failure(tmp_path):
 
 
 _THERMAL_RUN = textwrap.dedent("""
-    from simcore.simulation import Simulation, process_params
+    from simcore.engine.simulation import Simulation, process_params
     from simcore.terrain import Terrain
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     t = Terrain.from_heights(fractal_terrain(24, seed=1), 1.0)
     Simulation(t, {"thermal": process_params("thermal")}, seed=1, particles=10).run()
     print("ran", flush=True)
@@ -586,7 +586,7 @@ def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp
 def test_the_sources_digest_follows_a_file_changed_in_a_running_process(tmp_path, monkeypatch):
     """A module reloaded after an edit (a developer's session, an extension updated
     without a restart) gets the new digest, not the one of the process's start."""
-    from simcore import numba_cache
+    from simcore.kernels import numba_cache
     monkeypatch.setattr(numba_cache, "LISTING_REUSE_S", 0.0)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "a.py").write_text("x = 1\n")

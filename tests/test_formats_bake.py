@@ -18,7 +18,7 @@ from hypothesis.extra import numpy as hnp
 from simcore.errors import UserError
 from simcore.formats import bake_cache as fmt
 
-#: the layers the add-on lets a frame hold (a stand-in for addon/grid.py's)
+#: the layers the add-on lets a frame hold (a stand-in for addon/data/grid.py's)
 LAYERS = frozenset({"te_sediment", "te_bedrock", "te_streams", "te_pool_depth"})
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from simcore.channels import stream_polylines
+from simcore.analysis.channels import stream_polylines
 from simcore.errors import InputFileError
 from simcore.formats import rivers as fmt
 

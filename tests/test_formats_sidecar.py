@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from simcore.errors import InputFileError
 from simcore.formats import sidecar as fmt
 
-#: the add-on's vertical exaggeration range (addon/scale.py)
+#: the add-on's vertical exaggeration range (addon/data/scale.py)
 EXAGGERATION = (1e-3, 1e3)
 
 #: a sidecar as the export has written it (a real one, its maps and settings trimmed)
@@ -413,16 +413,16 @@ def test_a_sidecar_that_is_not_ours_lists_nothing(tmp_path, text):
 def test_the_cli_exports_header_is_read_back_by_the_same_reader(tmp_path, monkeypatch):
     """``python -m simcore export`` writes the sidecar's facts in its EXR header: the
     import's reader takes them (world units as local ones)."""
-    from simcore import cli
+    from simcore.cli.export import save_exr
     from simcore.formats import exr
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     from simcore.terrain import Terrain
 
     terrain = Terrain.from_heights(fractal_terrain(20, seed=2) * 8, cell_size=30.0)
     written = {}
     monkeypatch.setattr(exr, "write", lambda out, maps, facts, oiio: written.update(
         maps=maps, facts=facts))
-    cli._save_exr(tmp_path / "t.exr", terrain, {"seed": 4, "processes": []}, None)
+    save_exr(tmp_path / "t.exr", terrain, {"seed": 4, "processes": []}, None)
     header = {k: v if isinstance(v, str) else json.dumps(v)
               for k, v in written["facts"].items()}
     header["generator"] = exr.GENERATOR  # exr.write adds it

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simcore.cli import main
+from simcore.cli.main import main
 from simcore.errors import UserError
 from simcore.formats.presets import load_preset
 from simcore.formats.states import load_heights, load_state, save_state
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.terrain import Terrain
 
 OUTCOMES: Counter = Counter()

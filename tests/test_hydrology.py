@@ -8,12 +8,12 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.params import ParameterError
 from simcore.processes import hydrology
 from simcore.processes.hydrology import HydrologyParams, pool_volume, pour, run_batch
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 # Terrains here have cell size 1 (m): depths in cell units are metres, volumes m³.

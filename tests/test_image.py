@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from simcore.cli import main
+from simcore.cli.main import main
 from simcore.errors import UserError
 from simcore.formats.images import shaded_relief
 from simcore.formats.states import save_state

@@ -14,10 +14,10 @@ import functools
 import numpy as np
 import pytest
 
-from simcore import landforms
+from simcore.analysis import landforms
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset, preset_files
-from simcore.noise import upland_terrain
-from simcore.simulation import Simulation
+from simcore.generators.noise import upland_terrain
 from simcore.terrain import Terrain
 
 #: every shipped erosion preset; a preset with a [ridges] table first raises DLA

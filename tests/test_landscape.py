@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcore import landforms
+from simcore.analysis import landforms
+from simcore.engine.simulation import Simulation, process_params
 from simcore.formats.presets import load_preset, preset_files
-from simcore.noise import upland_terrain
+from simcore.generators.noise import upland_terrain
 from simcore.params import ParameterError
 from simcore.processes import landscape
-from simcore.simulation import Simulation, process_params
 from simcore.terrain import Terrain, TerrainError
 from tests.test_drainage import reference_fill
 
@@ -151,7 +151,7 @@ def test_a_nan_in_the_uplift_map_is_refused_before_anything_runs():
 def test_generate_makes_drained_land_and_raw_noise_on_request(tmp_path):
     """``generate`` drains the noise by default (no closed basin deeper than 1 m, slopes
     of real uplands, concave rivers); ``--raw`` keeps the old noise."""
-    from simcore.cli import main
+    from simcore.cli.main import main
     drained, raw = tmp_path / "d.npy", tmp_path / "r.npy"
     assert main(["generate", "--size", "96", "--seed", "4", "--output", str(drained)]) == 0
     assert main(["generate", "--size", "96", "--seed", "4", "--raw", "--output",

@@ -31,7 +31,7 @@ def young_range(name="Range"):
     """A 48 x 48 grid of fractal hills (200 m relief) with the young_range preset, applied
     as the Presets menu does."""
     obj = add_grid(bpy, n=N, size=(N - 1) * CELL, relief=200.0, name=name)
-    presets = {path.stem: path for _, path, _ in te.presets_ui.all_presets()}
+    presets = {path.stem: path for _, path, _ in te.ui.presets_ui.all_presets()}
     assert bpy.ops.terrain.preset_apply(filepath=str(presets["young_range"])) == {'FINISHED'}
     s = obj.terrain_erosion
     assert s.preset == "Young range" and s.landscape.enabled and s.thermal.enabled
@@ -41,7 +41,7 @@ def young_range(name="Range"):
 
 
 def raster(obj, values):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return np.asarray(values)[g.order].reshape(g.rows, g.cols)
 
 
@@ -157,12 +157,12 @@ def test_uplift_from_a_color_attribute_and_a_lake_behind_a_rising_rim(blender):
     attr.data.foreach_set("color_srgb", rgba.ravel())
     s = obj.terrain_erosion
     s.mask_uplift_source, s.mask_uplift_name = 'COLOR_ATTRIBUTE', "uplift"
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     assert job.masks_used == ["uplift"]
     assert np.allclose(job.sim.terrain.uplift, raster(obj, rim), atol=1e-4)
     job.live_update = 0.0
     rt = types.SimpleNamespace(stop_requested=False, progress=0.0, status="")
-    assert te.operators.tick(job, rt, budget=0.0) == "running"  # one batch, written
+    assert te.features.operators.tick(job, rt, budget=0.0) == "running"  # one batch, written
     job.finish(wait=False)
     pool = mesh_state(me)["te_pool_depth"]
     assert pool.max() > 0.0, "the sunken block holds a lake"
@@ -175,7 +175,7 @@ def test_uplift_from_a_color_attribute_and_a_lake_behind_a_rising_rim(blender):
 def test_batch_command_runs_the_young_range_preset(blender, capsys):
     obj = add_grid(bpy, n=N, size=(N - 1) * CELL, relief=200.0, name="Terrain")
     z0 = positions(obj.data)[:, 2].copy()
-    assert te.batch.main(["--object", "Terrain", "--preset", "young_range"]) == 0
+    assert te.features.batch.main(["--object", "Terrain", "--preset", "young_range"]) == 0
     out = capsys.readouterr()
     assert "done" in out.out and "Traceback" not in out.err
     assert obj.terrain_erosion.preset == "Young range"

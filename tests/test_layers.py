@@ -1,4 +1,4 @@
-"""simcore.layers: the per-vertex buffers a write-back fills (on the live run's worker
+"""simcore.analysis.layers: the per-vertex buffers a write-back fills (on the live run's worker
 thread) are exactly the values, whatever the buffer held before, and say whether
 anything changed, so an unchanged layer is not written to the mesh again."""
 
@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcore.kernels import sample_bilinear
-from simcore.layers import (
+from simcore.analysis.layers import (
     HALF_GRAY_DEPTH,
     WET_DEPTH,
     tree_points,
@@ -16,7 +15,8 @@ from simcore.layers import (
     water_surface,
     water_vertices,
 )
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
+from simcore.kernels.primitives import sample_bilinear
 
 
 def _order(n: int) -> np.ndarray:

@@ -36,11 +36,11 @@ def _rt():
 def _started(obj, ticks: int = 2, particles: int = 60000):
     """A job that has written the mesh ``ticks`` times."""
     obj.terrain_erosion.particles = particles
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.live_update = 0.0
     rt = _rt()
     for _ in range(ticks):
-        assert te.operators.tick(job, rt, budget=0.0) == "running"
+        assert te.features.operators.tick(job, rt, budget=0.0) == "running"
     return job, rt
 
 
@@ -48,7 +48,7 @@ def _resumes_from_kept(obj, job):
     """The kept progress matches the mesh: a new run continues the sequence."""
     s = obj.terrain_erosion
     assert s.rounds_done == job.rounds_written > 0
-    again = te.job.ErosionJob(obj)
+    again = te.data.job.ErosionJob(obj)
     assert again.sim.rounds_done == s.rounds_done
 
 
@@ -69,7 +69,7 @@ def test_applying_a_transform_mid_run_stops_it_and_keeps_the_edit(blender, trans
     job, rt = _started(obj)
     _apply(**transform)
     edited = positions(obj.data).copy()
-    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "ended"
     assert "were moved" in rt.status and "kept the result so far" in rt.status
     assert np.array_equal(positions(obj.data), edited), "the user's edit is not reverted"
     assert obj.terrain_erosion.rounds_done == job.rounds_written > 0
@@ -80,7 +80,7 @@ def test_renaming_mid_run_stops_and_keeps_progress(blender):
     job, rt = _started(obj)
     eroded = mesh_state(obj.data)
     obj.name = "Valley"
-    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "ended"
     assert "renamed to 'Valley'" in rt.status
     assert same_state(eroded, mesh_state(obj.data)), "the result so far stays"
     _resumes_from_kept(obj, job)
@@ -91,7 +91,7 @@ def test_edit_mode_mid_run_stops_and_keeps_progress(blender):
     job, rt = _started(obj)
     eroded = mesh_state(obj.data)
     bpy.ops.object.mode_set(mode='EDIT')
-    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "ended"
     assert "left Object Mode" in rt.status
     assert job.cancel() is not None, "Esc in Edit Mode says it cannot restore"
     bpy.ops.object.mode_set(mode='OBJECT')
@@ -118,7 +118,7 @@ def test_deleting_a_helper_object_mid_run_stops_it(blender, helper):
     job, rt = _started(obj, ticks=1, particles=20000)
     assert getattr(s, helper) is not None
     bpy.data.objects.remove(getattr(s, helper))
-    assert te.operators.tick(job, rt, budget=0.0) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0) == "ended"
     assert f"the {helper.split('_')[0]} object" in rt.status and "deleted" in rt.status
     assert getattr(s, helper) is None, "not silently re-created"
     assert s.rounds_done == job.rounds_written > 0
@@ -197,7 +197,7 @@ def test_broken_user_presets_are_listed_not_fatal(blender, tmp_path):
     _write(user / "garbage.toml", b"\x00\xff[[[")
     obj = add_grid(bpy, n=12)
     log = []
-    te.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(log)),
+    te.ui.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(log)),
                                           bpy.context)
     labels = {text: icon for op, text, icon in log if op == "terrain.preset_apply"}
     assert labels["Mine"] == 'USER' and labels["Default"] == 'PRESET'
@@ -230,11 +230,11 @@ BIG_SEED = 2**40 + 12345
 
 
 def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, capsys):
-    from terrain_erosion.simcore.cli import main as cli_main
+    from terrain_erosion.simcore.cli.main import main as cli_main
     a = add_grid(bpy, n=24, name="A")
     b = add_grid(bpy, n=24, name="B")
     a.terrain_erosion.real_size = 2.0  # 1:1, as the CLI's --cell-size below
-    g = te.grid.detect_grid(a.data)
+    g = te.data.grid.detect_grid(a.data)
     z0 = positions(a.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     heights = tmp_path / "z0.npy"
     np.save(heights, z0)
@@ -248,7 +248,7 @@ def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, 
     assert bpy.ops.terrain.erode() == {'FINISHED'}
     assert s.stored_state_seed() == BIG_SEED
 
-    assert te.batch.main(["--object", "B", "--preset", "droplets_only", "--seed",
+    assert te.features.batch.main(["--object", "B", "--preset", "droplets_only", "--seed",
                           str(BIG_SEED), "--particles", "4096", "--real-size", "2"]) == 0
     out = tmp_path / "cli.npy"
     assert cli_main(["erode", "--preset", "droplets_only", "--input", str(heights),
@@ -263,7 +263,7 @@ def test_a_seed_above_2_31_gives_the_same_terrain_everywhere(blender, tmp_path, 
     assert not np.array_equal(za, other.astype(np.float32)), "the run did erode"
     # a different big seed gives another terrain (no clamping to one value)
     c = add_grid(bpy, n=24, name="C")
-    assert te.batch.main(["--object", "C", "--preset", "droplets_only", "--seed",
+    assert te.features.batch.main(["--object", "C", "--preset", "droplets_only", "--seed",
                           str(BIG_SEED + 1), "--particles", "4096"]) == 0
     assert not np.array_equal(positions(c.data)[:, 2][g.order].reshape(g.rows, g.cols), za)
 
@@ -294,19 +294,19 @@ def test_batch_particles_zero_and_bad_save_path(blender, tmp_path, capsys):
     obj = add_grid(bpy, n=16, name="Terrain")
     before = mesh_state(obj.data)
     obj.terrain_erosion.particles = 5000
-    assert te.batch.main(["--object", "Terrain", "--particles", "0"]) == 0
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "0"]) == 0
     assert "nothing to erode" in capsys.readouterr().out
     assert same_state(before, mesh_state(obj.data)), "0 particles erodes nothing"
     assert obj.terrain_erosion.particles == 5000
     missing = tmp_path / "missing" / "out.blend"
-    assert te.batch.main(["--object", "Terrain", "--particles", "3000", "--save-as",
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "3000", "--save-as",
                           str(missing)]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and str(missing) in err
     assert same_state(before, mesh_state(obj.data)), "refused before the run"
-    assert te.batch.main(["--object", "Terrain", "--seed", str(2**63)]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--seed", str(2**63)]) == 2
     assert "out of range" in capsys.readouterr().err
-    assert te.batch.main(["--object", "Terrain", "--particles", "-4"]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "-4"]) == 2
 
 
 def test_batch_arguments_fuzzed(blender, capsys):
@@ -337,7 +337,7 @@ def test_batch_arguments_fuzzed(blender, capsys):
         if "--particles" not in argv:
             argv += ["--particles", "2000"]
         before = mesh_state(obj.data)
-        code = te.batch.main(argv)
+        code = te.features.batch.main(argv)
         assert code in (0, 2)
         outcomes[code] += 1
         err = capsys.readouterr().err
@@ -353,7 +353,7 @@ def test_batch_arguments_fuzzed(blender, capsys):
 # -- rounds on a worker thread (the modal Erode) ------------------------------------------
 def _runner_threads():
     import threading
-    return [t for t in threading.enumerate() if t.name == te.job.RUNNER_THREAD]
+    return [t for t in threading.enumerate() if t.name == te.data.job.RUNNER_THREAD]
 
 
 def _background_until(job, rt, stop=lambda: False, limit=20000):
@@ -362,7 +362,7 @@ def _background_until(job, rt, stop=lambda: False, limit=20000):
     import time
     seen = 0
     for _ in range(limit):
-        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
+        state = te.features.operators.tick(job, rt, budget=0.0, on_worker=True)
         seen += bool(_runner_threads())
         if state != "running" or stop():
             return state, seen
@@ -374,8 +374,8 @@ def test_a_background_run_gives_the_same_terrain_as_a_synchronous_one(blender):
     objs = [add_grid(bpy, n=32, size=4.0, relief=1.0, name=n) for n in ("Sync", "Live")]
     for o in objs:
         o.terrain_erosion.particles = 20000
-    te.job.ErosionJob(objs[0]).run()
-    job, rt = te.job.ErosionJob(objs[1]), _rt()
+    te.data.job.ErosionJob(objs[0]).run()
+    job, rt = te.data.job.ErosionJob(objs[1]), _rt()
     job.live_update = 0.0
     state, seen = _background_until(job, rt)
     assert state == "done" and seen > 0, "the rounds ran on the worker thread"
@@ -389,7 +389,7 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
     obj = add_grid(bpy, n=32, size=4.0, relief=1.0)
     before = mesh_state(obj.data)
     obj.terrain_erosion.particles = 400000
-    job, rt = te.job.ErosionJob(obj), _rt()
+    job, rt = te.data.job.ErosionJob(obj), _rt()
     job.live_update = 0.0
     state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
     assert state == "running" and _runner_threads()
@@ -400,11 +400,11 @@ def test_cancel_and_edits_stop_the_worker_and_restore_or_keep(blender):
     assert not _runner_threads(), "the worker stopped after its round"
     assert same_state(before, mesh_state(obj.data)), "and never touched the mesh"
 
-    job, rt = te.job.ErosionJob(obj), _rt()
+    job, rt = te.data.job.ErosionJob(obj), _rt()
     job.live_update = 0.0
     state, _ = _background_until(job, rt, stop=lambda: job.rounds_written >= 2)
     obj.name = "Renamed"
-    assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
     assert "renamed" in rt.status
     job._runner.thread.join()
     assert not _runner_threads(), "the worker stopped after its round"
@@ -416,10 +416,10 @@ def test_a_run_names_what_its_grid_cannot_show(blender):
     s = obj.terrain_erosion
     s.apply_preset(te.simcore.formats.presets.find_preset("young_range"))
     s.real_size = 2.0  # really 2 m across: 6.5 cm cells (automatic: 5 km, 161 m cells)
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     assert [t for t in job.advice if t.startswith("landscape: uplift")], job.advice
     s.landscape.enabled = False
-    assert te.job.ErosionJob(obj).advice == []
+    assert te.data.job.ErosionJob(obj).advice == []
 
 
 # -- large grids: a tick writes a bounded slice of a frame -----------------------------
@@ -432,7 +432,7 @@ def _live_ticks(job, rt, until, limit_s=300.0, sleep=0.002):
     while not until():
         assert time.perf_counter() < end, "the live run made no progress"
         t0 = time.perf_counter()
-        state = te.operators.tick(job, rt, budget=0.0, on_worker=True)
+        state = te.features.operators.tick(job, rt, budget=0.0, on_worker=True)
         took = time.perf_counter() - t0
         assert state in ("running", "done"), rt.status
         if job.writer.tick_items and job._wrote:
@@ -452,8 +452,8 @@ def test_a_live_frame_is_written_in_capped_slices_and_ends_as_a_synchronous_run(
     objs = [add_grid(bpy, n=48, size=4.0, relief=1.0, name=n) for n in ("Sync", "Live")]
     for obj in objs:
         _rivers(obj).particles = 6000
-    te.job.ErosionJob(objs[0]).run()
-    job, rt = te.job.ErosionJob(objs[1]), _rt()
+    te.data.job.ErosionJob(objs[0]).run()
+    job, rt = te.data.job.ErosionJob(objs[1]), _rt()
     job.live_update = 0.0
     cap = job.tick_values = 4 * 48 * 48  # one color layer's values
     job.tick_seconds = None  # the cap alone
@@ -473,7 +473,7 @@ def test_a_live_frame_is_written_in_capped_slices_and_ends_as_a_synchronous_run(
 def test_an_unchanged_layer_is_not_written_again(blender):
     obj = add_grid(bpy, n=24)
     obj.terrain_erosion.particles = 4000
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.sim.run_round()
     job.write(job.object(vertices=True))
     frame = job.writer.prepare(job.sim.terrain, job.sim.rounds_done)  # nothing ran since
@@ -495,17 +495,17 @@ def test_a_live_run_ended_before_its_first_frame_leaves_the_mesh_as_it_was(blend
     _rivers(obj).particles = 10**8
     before, objects = mesh_state(obj.data), sorted(bpy.data.objects.keys())
     for end in ("stop", "rename"):
-        job, rt = te.job.ErosionJob(obj), _rt()
+        job, rt = te.data.job.ErosionJob(obj), _rt()
         job.prepare_live()
         job.live_update = 1e6  # no frame is due while rounds remain
-        assert te.grid.ORIGINAL_Z in obj.data.attributes
+        assert te.data.grid.ORIGINAL_Z in obj.data.attributes
         assert obj.terrain_erosion.water_object is not None
-        assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "running"
+        assert te.features.operators.tick(job, rt, budget=0.0, on_worker=True) == "running"
         if end == "stop":
             assert job.finish(wait=False) == 0
         else:
             obj.name = "Renamed"
-            assert te.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
+            assert te.features.operators.tick(job, rt, budget=0.0, on_worker=True) == "ended"
             assert "nothing was changed" in rt.status
             obj.name = "Terrain"
         job._runner.thread.join()
@@ -519,7 +519,7 @@ def test_frames_wait_for_blender_to_redraw_the_last_one(blender):
     Blender's time (normals, redraw); the next frame waits REDRAW_FACTOR times it."""
     obj = add_grid(bpy, n=16)
     obj.terrain_erosion.particles = 10**6
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     job.live_update = 0.1
     job._tick_end, job._wrote = 10.0, False
     job._note_gap(10.02)  # a quiet tick: the timer's period
@@ -529,7 +529,7 @@ def test_frames_wait_for_blender_to_redraw_the_last_one(blender):
     job.sim.run_round()
     job.last_write = 12.0
     assert not job._frame_due(12.5) and job.frame_interval == pytest.approx(
-        te.job.REDRAW_FACTOR * 0.5)
+        te.data.job.REDRAW_FACTOR * 0.5)
     assert job._frame_due(12.0 + job.frame_interval)
     assert job.redraw_seconds == 0.0, "measured again for the next frame"
 
@@ -547,12 +547,12 @@ def test_the_live_run_at_1024_squared_writes_bounded_slices(blender):
     s.thermal.enabled = False
     s.particles = 10**8
     before = mesh_state(obj.data)
-    job, rt = te.job.ErosionJob(obj), _rt()
+    job, rt = te.data.job.ErosionJob(obj), _rt()
     job.prepare_live()
     job.live_update = 0.0
     writes, fractions = _live_ticks(job, rt, lambda: job.frames_written >= 3)
     for values, kinds, _ in writes:
-        assert values <= te.writeback.TICK_VALUES or len(kinds) == 1, (values, kinds)
+        assert values <= te.data.writeback.TICK_VALUES or len(kinds) == 1, (values, kinds)
     assert fractions[-1] > fractions[0] and fractions == sorted(fractions)
     longest = max(took for _, _, took in writes)
     print(f"\n1024x1024 live run: {len(writes)} write ticks for {job.frames_written} frames, "
@@ -575,16 +575,16 @@ def test_the_panel_drawn_during_a_run_shows_the_last_status_without_reading_the_
     last one computed for the mesh (reading 4M positions twice a draw cost 30 ms at
     2048²); otherwise every draw checks the mesh again."""
     obj = add_grid(bpy, n=16)
-    status, extent = te.grid.grid_status(obj), te.grid.grid_extent(obj)
+    status, extent = te.data.grid.grid_status(obj), te.data.grid.grid_extent(obj)
     assert status[0] and "16 x 16 grid" in status[1]
     co = positions(obj.data)
     co[:, 0] *= 2.0  # a new spacing along x: not square any more
     obj.data.attributes["position"].data.foreach_set("vector", co.ravel())
-    assert te.grid.grid_status(obj, quick=True) == status
-    assert te.grid.grid_extent(obj, quick=True) == extent
-    fresh = te.grid.grid_status(obj)
+    assert te.data.grid.grid_status(obj, quick=True) == status
+    assert te.data.grid.grid_extent(obj, quick=True) == extent
+    fresh = te.data.grid.grid_status(obj)
     assert fresh != status and "not square" in fresh[1]
-    assert te.grid.grid_status(obj, quick=True) == fresh
+    assert te.data.grid.grid_status(obj, quick=True) == fresh
 
 
 def test_a_run_that_would_not_fit_in_memory_is_refused_and_changes_nothing(
@@ -605,7 +605,7 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_and_changes_nothing(
     with pytest.raises(RuntimeError, match="of memory but only 0.1 MB"):
         bpy.ops.terrain.bake()
     assert obj.terrain_bake.cache_dir == "", "the bake settings are as they were"
-    assert te.batch.main(["--object", "Terrain", "--particles", "3000"]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "3000"]) == 2
     assert "of memory but only 0.1 MB" in capsys.readouterr().err
     assert same_state(before, mesh_state(obj.data)) and s.rounds_done == 0
     assert sorted(bpy.data.objects.keys()) == objects, "no trees or water object made"
@@ -623,24 +623,24 @@ def test_undo_during_a_live_run_ends_it_with_the_bookkeeping_of_the_mesh(blender
     before = mesh_state(obj.data)
     bpy.ops.ed.undo_push(message="before erosion")
     obj.terrain_erosion.particles = 60000
-    job, rt = te.job.ErosionJob(obj), _rt()
+    job, rt = te.data.job.ErosionJob(obj), _rt()
     job.live_update = 0.0
     if background:
         _background_until(job, rt, stop=lambda: job.rounds_written > 0)
     else:
         for _ in range(2):
-            assert te.operators.tick(job, rt, budget=0.0) == "running"
+            assert te.features.operators.tick(job, rt, budget=0.0) == "running"
     assert job.rounds_written > 0 and not same_state(before, mesh_state(obj.data))
     bpy.ops.ed.undo()  # what Edit > Undo runs: undo_pre / undo_post handlers fire
     obj = bpy.data.objects["Hills"]
     undone = mesh_state(obj.data)
     assert same_state(before, undone)
-    assert te.operators.tick(job, rt, budget=0.0, on_worker=background) == "ended"
+    assert te.features.operators.tick(job, rt, budget=0.0, on_worker=background) == "ended"
     assert "Undo" in rt.status
     assert same_state(undone, mesh_state(obj.data)), "the run writes nothing more"
     s = obj.terrain_erosion
     assert (s.rounds_done, s.stored_state_seed()) == (0, -1), "no progress the mesh lacks"
-    assert te.job.ErosionJob(obj).sim.rounds_done == 0
+    assert te.data.job.ErosionJob(obj).sim.rounds_done == 0
     assert job.cancel() is None and same_state(undone, mesh_state(obj.data)), \
         "Esc after Undo does not write the pre-run snapshot over Undo's result"
     assert not _runner_threads()
@@ -675,7 +675,7 @@ def _eroded(preset: str, runs: list[int], seed: int = 2, between=None) -> tuple:
 def _whole_rounds(preset: str, rounds: int) -> int:
     obj = add_grid(bpy, n=32, name="Probe")
     obj.terrain_erosion.apply_preset(te.simcore.formats.presets.find_preset(preset))
-    job = te.job.ErosionJob(obj, 1)
+    job = te.data.job.ErosionJob(obj, 1)
     job.cancel()
     bpy.data.objects.remove(obj)
     return rounds * job.sim.per_round  # whole rounds: no count is rounded differently
@@ -715,7 +715,7 @@ def test_a_mask_switched_off_after_a_run_is_off_in_the_resumed_run(blender):
     assert bpy.ops.terrain.erode() == {'FINISHED'}
     kept = positions(obj.data)[:, 2].copy()
     s.mask_protect_source = 'NONE'
-    job = te.job.ErosionJob(obj, 1)
+    job = te.data.job.ErosionJob(obj, 1)
     assert job.exact_resume, "the case at hand: the remembered state is used"
     job.cancel()
     assert bpy.ops.terrain.erode() == {'FINISHED'}
@@ -752,7 +752,7 @@ def test_a_resume_from_the_layers_alone_is_not_exact_and_the_readme_says_so(blen
     def reopen(obj):
         bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "t.blend"))
         bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "t.blend"))
-        job = te.job.ErosionJob(bpy.data.objects["T"], 1)
+        job = te.data.job.ErosionJob(bpy.data.objects["T"], 1)
         assert not job.exact_resume and job.sim.rounds_done == 4
         job.cancel()
     _, reopened, rounds = _eroded(preset, [half, half], between=reopen)
@@ -767,17 +767,17 @@ def test_an_edited_layer_is_read_not_the_remembered_state(blender):
     half = _whole_rounds(preset, 1)
 
     def edit(obj):
-        g = te.grid.detect_grid(obj.data)
-        layer = te.grid.read_float_layer(obj.data, "te_sediment_depth", g)
+        g = te.data.grid.detect_grid(obj.data)
+        layer = te.data.grid.read_float_layer(obj.data, "te_sediment_depth", g)
         layer[3, 3] += 0.5
-        te.grid.write_float_layer(obj.data, "te_sediment_depth", g, layer)
-        job = te.job.ErosionJob(obj, 1)
+        te.data.grid.write_float_layer(obj.data, "te_sediment_depth", g, layer)
+        job = te.data.job.ErosionJob(obj, 1)
         assert not job.exact_resume
         job.cancel()
         obj.data.update()
 
     def untouched(obj):
-        job = te.job.ErosionJob(obj, 1)
+        job = te.data.job.ErosionJob(obj, 1)
         assert job.exact_resume
         job.cancel()
     _eroded(preset, [half, half], between=edit)

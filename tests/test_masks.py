@@ -9,10 +9,10 @@ from conftest import small_batches
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simcore.algorithms.masks import MaskError, selection_protect, smoothstep
+from simcore.engine.simulation import PROCESSES, Simulation, process_params
 from simcore.formats.states import load_state, save_state
-from simcore.masks import MaskError, selection_protect, smoothstep
-from simcore.noise import fractal_terrain
-from simcore.simulation import PROCESSES, Simulation, process_params
+from simcore.generators.noise import fractal_terrain
 from simcore.terrain import Terrain, TerrainError
 
 #: every process that erodes per particle or pass (not the landscape's fixed work)
@@ -89,7 +89,7 @@ def test_selection_protect_shape():
     p = selection_protect(sel, falloff=6.0, cell_x=1.0)
     assert np.all(p[sel] == 0.0)
     assert p.min() == 0.0 and p.max() == 1.0
-    from simcore.shore import distance_to_sites
+    from simcore.algorithms.shore import distance_to_sites
     d, _, _ = distance_to_sites(sel)
     assert np.all(p[d >= 6.0] == 1.0) and np.all(p[(d > 0) & (d < 6.0)] < 1.0)
     assert np.all(np.diff(np.sort(p[20]))[:] >= 0)

@@ -18,7 +18,7 @@ te = staged_addon()
 
 def grid_xy(obj):
     """(grid, x raster, y raster, z raster) of a grid object, local units."""
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     co = positions(obj.data).astype(np.float64)
     rasters = [co[:, i][g.order].reshape(g.rows, g.cols) for i in range(3)]
     return (g, *rasters)
@@ -52,7 +52,7 @@ def test_masks_panel_and_settings_are_registered(blender):
     assert bpy.types.TERRAIN_PT_masks.bl_parent_id == "TERRAIN_PT_main"
     # one mask per input map of the terrain, the processes' own (landscape: uplift) too
     inputs = {f.name for f in te.simcore.processes.FIELDS.values() if f.input}
-    assert set(te.masks.MASKS) == inputs == {"rain", "erodibility", "protect",
+    assert set(te.data.masks.MASKS) == inputs == {"rain", "erodibility", "protect",
                                              "tree_seeding", "uplift"}
     obj = add_grid(bpy, n=8)
     s = obj.terrain_erosion
@@ -82,7 +82,7 @@ def test_masks_reach_the_terrain_in_grid_order(blender):
     s.mask_rain_source, s.mask_rain_name = 'VERTEX_GROUP', "rain"
     s.mask_erodibility_source, s.mask_erodibility_name = 'COLOR_ATTRIBUTE', "rock"
     s.mask_tree_seeding_source, s.mask_tree_seeding_name = 'COLOR_ATTRIBUTE', "seed"
-    job = te.job.ErosionJob(obj, particles=1)
+    job = te.data.job.ErosionJob(obj, particles=1)
     assert job.masks_used == ["rain", "erodibility", "tree_seeding"]
     t = job.sim.terrain
     g, x, y, _ = grid_xy(obj)
@@ -128,7 +128,7 @@ def test_selection_only_erodes_a_patch_with_a_soft_border(blender):
     g, x, y, z = grid_xy(obj)
     z0 = co0[:, 2][g.order].reshape(g.rows, g.cols)
     sel = patch[g.order].reshape(g.rows, g.cols)
-    dist, _, _ = te.simcore.shore.distance_to_sites(sel, g.cell_x, g.cell_y)
+    dist, _, _ = te.simcore.algorithms.shore.distance_to_sites(sel, g.cell_x, g.cell_y)
     outside = dist >= 0.6
     assert np.array_equal(z[outside], z0[outside]), "beyond the falloff: bit-identical"
     change = z - z0
@@ -153,11 +153,11 @@ def test_selection_by_vertex_group_and_object_scale(blender):
     paint_group(obj, "zone", ((co[:, 0] > 0.5) & (co[:, 1] > 0.5)).astype(float))
     s = obj.terrain_erosion
     s.selection_only, s.selection_group, s.selection_falloff = True, "zone", 0.4
-    g = te.grid.detect_grid(obj.data)
-    p1 = te.masks.selection_map(obj, g)
+    g = te.data.grid.detect_grid(obj.data)
+    p1 = te.data.masks.selection_map(obj, g)
     obj.scale = (2.0, 2.0, 2.0)
     bpy.context.view_layer.update()
-    p2 = te.masks.selection_map(obj, g)
+    p2 = te.data.masks.selection_map(obj, g)
     assert np.all(p1[p1 < 1] <= 1) and (p2 < 1).sum() < (p1 < 1).sum()
     assert p1.min() == 0.0 and p1.max() == 1.0
 
@@ -208,19 +208,19 @@ def test_mask_problems_give_a_clear_message(blender):
     s = obj.terrain_erosion
     s.mask_protect_source, s.mask_protect_name = 'VERTEX_GROUP', "missing"
     with pytest.raises(te.simcore.errors.UserError, match="no vertex group 'missing'"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)
     with pytest.raises(RuntimeError, match="no vertex group 'missing'"):
         bpy.ops.terrain.erode()
     s.mask_protect_source = 'NONE'
     s.mask_rain_source, s.mask_rain_name = 'COLOR_ATTRIBUTE', ""
     with pytest.raises(te.simcore.errors.UserError, match="no color attribute picked"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)
     paint_color(obj.data, "dry", np.zeros(len(obj.data.vertices)))
     s.mask_rain_name = "dry"
     with pytest.raises(te.simcore.errors.UserError, match="zero everywhere"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)
     s.mask_rain_source = 'NONE'
     s.selection_only = True
     obj.data.vertices.foreach_set("select", np.zeros(len(obj.data.vertices), bool))
     with pytest.raises(te.simcore.errors.UserError, match="empty"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)

@@ -1,4 +1,4 @@
-"""The terrain material (addon/material.py) in real Blender (bpy module): the operator
+"""The terrain material (addon/features/material.py) in real Blender (bpy module): the operator
 puts it on a terrain, and it renders headless in Cycles and EEVEE with snow above the
 snow line and rock below."""
 
@@ -47,9 +47,9 @@ def test_apply_material_adds_then_reuses_it(blender):
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.terrain.apply_material() == {'FINISHED'}
     mat = obj.data.materials[0]
-    node = te.material.group_node(mat)
-    assert node is not None and node.node_tree.name == te.material.GROUP
-    low, high, width = te.material.extent(obj)
+    node = te.features.material.group_node(mat)
+    assert node is not None and node.node_tree.name == te.features.material.GROUP
+    low, high, width = te.features.material.extent(obj)
     assert width == pytest.approx(2.0)
     assert node.inputs["Detail Size"].default_value == pytest.approx(2.0 / 40)
     assert low == pytest.approx(0.0, abs=1e-6) and high > 0.5
@@ -63,7 +63,7 @@ def test_apply_material_adds_then_reuses_it(blender):
     bpy.context.view_layer.objects.active = other
     assert bpy.ops.terrain.apply_material(snow_line=0.5) == {'FINISHED'}
     assert other.data.materials[0] != mat
-    assert te.material.group_node(other.data.materials[0]).node_tree == node.node_tree
+    assert te.features.material.group_node(other.data.materials[0]).node_tree == node.node_tree
     bpy.ops.object.light_add(type='SUN')
     assert "mesh" in str(pytest.raises(RuntimeError, bpy.ops.terrain.apply_material).value)
 
@@ -77,7 +77,7 @@ def test_the_material_it_replaces_is_not_lost(blender):
     obj.data.materials.append(own)
     bpy.context.view_layer.objects.active = obj
     assert bpy.ops.terrain.apply_material() == {'FINISHED'}
-    assert te.material.group_node(obj.data.materials[0]) is not None
+    assert te.features.material.group_node(obj.data.materials[0]) is not None
     assert own.users >= 1 and own.use_fake_user
 
 @pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
@@ -85,7 +85,7 @@ def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, 
     obj = cone()
     # a pool on the cone's west foot (te_pools, as a run writes it): water-dark there
     x = positions(obj.data)[:, 0]
-    pools = obj.data.color_attributes.new(te.material.POOLS, 'FLOAT_COLOR', 'POINT')
+    pools = obj.data.color_attributes.new(te.features.material.POOLS, 'FLOAT_COLOR', 'POINT')
     wet = (x < -0.4).astype(np.float32)
     pools.data.foreach_set("color", np.repeat(wet, 4))
     bpy.context.view_layer.objects.active = obj

@@ -1,4 +1,4 @@
-"""Memory is checked before a run: the estimate (simcore.memory) grows with the grid and
+"""Memory is checked before a run: the estimate (simcore.engine.memory) grows with the grid and
 the enabled processes, a run that would not fit stops with a message saying what it
 needs, what is free and what to do, and nothing is written. The available figure comes
 from the system, a parameter, or TERRAIN_EROSION_AVAILABLE_MEMORY (tests, and anyone who
@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcore import fileio, memory
-from simcore.cli import main
+from simcore import fileio
+from simcore.cli.main import main
+from simcore.engine import memory
 from simcore.errors import ResourceError
 from simcore.formats.presets import find_preset
-from simcore.noise import fractal_terrain
+from simcore.generators.noise import fractal_terrain
 from simcore.terrain import BYTES_PER_CELL, Terrain
 
 
@@ -114,9 +115,9 @@ def test_the_cli_refuses_a_run_that_would_not_fit_and_writes_nothing(tmp_path, m
 
 
 def test_a_sweep_run_is_refused_before_its_input_is_loaded(tmp_path, monkeypatch):
-    """sweep's runs share erode's check (memory.check_input_run): from the headers,
+    """sweep's runs share erode's check (pipeline.start.check_input_run): from the headers,
     before the input is loaded, and a grid past the core's limit is said so."""
-    from simcore import sweep
+    from simcore.distributed import sweep
     from simcore.formats import states
 
     n = 64

@@ -42,9 +42,9 @@ import numba
 print('NUMBA-FROM', numba.__file__)
 prefs = bpy.context.preferences.addons[name].preferences
 prefs.threads = 1
-assert mod.simcore.parallel.threads() == 1, 'the thread cap in the preferences applies'
+assert mod.simcore.kernels.parallel.threads() == 1, 'the thread cap in the preferences applies'
 prefs.threads = 0
-assert mod.simcore.parallel.threads() == mod.simcore.parallel.most_threads()
+assert mod.simcore.kernels.parallel.threads() == mod.simcore.kernels.parallel.most_threads()
 bpy.ops.mesh.primitive_grid_add(x_subdivisions=31, y_subdivisions=31, size=4)
 obj = bpy.context.active_object
 me = obj.data
@@ -52,7 +52,7 @@ co = np.empty(len(me.vertices) * 3, np.float32)
 me.attributes['position'].data.foreach_get('vector', co)
 co[2::3] = np.sin(co[0::3] * 2) * 0.4 + co[1::3] * 0.3
 me.attributes['position'].data.foreach_set('vector', co)
-code = mod.batch.main(['--object', obj.name, '--preset', 'default', '--particles', '3000'])
+code = mod.features.batch.main(['--object', obj.name, '--preset', 'default', '--particles', '3000'])
 assert code == 0, code
 s = obj.terrain_erosion
 assert s.trees.enabled and s.droplets.enabled and s.hydrology.enabled, 'the default preset'

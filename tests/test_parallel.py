@@ -1,4 +1,4 @@
-"""simcore.parallel: the thread cap and the task runner the kernels' threads use."""
+"""simcore.kernels.parallel: the thread cap and the task runner the kernels' threads use."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore import parallel
+from simcore.kernels import parallel
 
 
 @pytest.fixture(autouse=True)

@@ -21,7 +21,7 @@ def blender():
         try:
             yield bpy_
         finally:
-            te.preferences.apply_thread_cap(0)
+            te.data.threads.apply_thread_cap(0)
 
 
 def _erode(seed_name: str) -> np.ndarray:
@@ -34,19 +34,21 @@ def _erode(seed_name: str) -> np.ndarray:
 
 
 def test_thread_cap_limits_threads_and_keeps_results_identical(blender):
-    most = te.simcore.parallel.most_threads()
+    most = te.simcore.kernels.parallel.most_threads()
     assert most == (os.cpu_count() or 1) or "NUMBA_NUM_THREADS" in os.environ
-    assert te.preferences.thread_count(0) == most
-    assert te.preferences.thread_count(10_000) == most
-    assert te.preferences.apply_thread_cap(1) == 1 and te.simcore.parallel.threads() == 1
+    assert te.data.threads.thread_count(0) == most
+    assert te.data.threads.thread_count(10_000) == most
+    assert te.data.threads.apply_thread_cap(1) == 1
+    assert te.simcore.kernels.parallel.threads() == 1
     # the cap holds on any thread (numba's own cap is per thread)
     seen = []
-    worker = threading.Thread(target=lambda: seen.append(te.simcore.parallel.threads()))
+    worker = threading.Thread(target=lambda: seen.append(te.simcore.kernels.parallel.threads()))
     worker.start()
     worker.join()
     assert seen == [1]
     capped = _erode("A")
-    assert te.preferences.apply_thread_cap(0) == most and te.simcore.parallel.threads() == most
+    assert te.data.threads.apply_thread_cap(0) == most
+    assert te.simcore.kernels.parallel.threads() == most
     free = _erode("B")
     assert np.array_equal(capped, free), "same seed, same mesh, whatever the thread count"
 
@@ -61,7 +63,7 @@ def test_preferences_draw_the_cap_and_the_threads_in_use(blender):
         def label(self, text="", **kw):
             log.append(("label", text))
 
-    te.preferences.TerrainErosionPreferences.draw(
+    te.features.preferences.TerrainErosionPreferences.draw(
         types.SimpleNamespace(layout=Layout(), threads=1), bpy.context)
     assert ("prop", "threads") in log
     assert any(kind == "label" and text.startswith("Using 1 of") for kind, text in log), log

@@ -1,4 +1,4 @@
-"""simcore.prepare: the jobs that compile the core ahead of a run (the add-on's warm-up)
+"""simcore.cli.prepare: the jobs that compile the core ahead of a run (the add-on's warm-up)
 cover every kernel and signature a real run uses, in fresh processes; and the small
 kernel helpers that replaced numpy calls to keep the compile short."""
 
@@ -14,9 +14,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.kernels import _first_above
-from simcore.prepare import RIDGES, WRITE_BACK, steps
-from simcore.simulation import PROCESSES
+from simcore.cli.prepare import RIDGES, WRITE_BACK, steps
+from simcore.engine.simulation import PROCESSES
+from simcore.kernels.primitives import _first_above
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,9 +28,9 @@ import json, sys
 import numba
 import numpy as np
 from simcore.formats.presets import find_preset, preset_files
-from simcore.noise import fractal_terrain
-from simcore.prepare import steps
-from simcore.simulation import Simulation
+from simcore.generators.noise import fractal_terrain
+from simcore.cli.prepare import steps
+from simcore.engine.simulation import Simulation
 from simcore.terrain import Terrain
 
 def compiled():
@@ -108,13 +108,13 @@ def test_first_above_is_searchsorted_right(values, value, pick):
     assert _first_above(cdf, value) == np.searchsorted(cdf, value, side="right")
 
 
-# Run some jobs through simcore.prepare.run in a fresh process with its own numba cache;
+# Run some jobs through simcore.cli.prepare.run in a fresh process with its own numba cache;
 # print which jobs ran here, in what order, and what this process compiled itself
 # (numba cache misses) rather than loaded from the cache.
 RUN = r"""
 import json, sys
 import numba
-from simcore import prepare
+from simcore.cli import prepare
 keys, helpers, exe = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
 jobs = [j for j in prepare.steps() if j[0] in keys]
 done = []

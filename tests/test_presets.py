@@ -1,5 +1,6 @@
 import pytest
 
+from simcore.engine.simulation import PROCESSES
 from simcore.formats.presets import (
     PresetError,
     dump_preset,
@@ -10,7 +11,6 @@ from simcore.formats.presets import (
     save_preset,
 )
 from simcore.params import ParameterError
-from simcore.simulation import PROCESSES
 
 
 def test_every_shipped_preset_loads_and_round_trips(tmp_path):

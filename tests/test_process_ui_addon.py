@@ -1,5 +1,5 @@
-"""The add-on names no process outside its registry of extras (addon/process_ui.py), and
-its operators report user errors through one boundary (addon/boundary.py): real
+"""The add-on names no process outside its registry of extras (addon/ui/process_ui.py), and
+its operators report user errors through one boundary (addon/ui/boundary.py): real
 Blender (bpy module)."""
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ def _draw(name: str, obj) -> dict:
 def test_every_process_panel_draws_its_parameters_and_its_extras(blender):
     obj = add_grid(bpy, n=8)
     s = obj.terrain_erosion
-    assert set(te.process_ui.EXTRAS) <= set(PROCESSES)
+    assert set(te.ui.process_ui.EXTRAS) <= set(PROCESSES)
     for name, proc in PROCESSES.items():
         group = getattr(s, name)
         assert group.enabled == proc.enabled_by_default, name  # a new terrain's settings
         record = _draw(name, obj)
         extras = [key for owner, key in record["props"] if owner == s]
-        ui = te.process_ui.EXTRAS.get(name)
+        ui = te.ui.process_ui.EXTRAS.get(name)
         assert extras == list(ui.settings if ui else ()), name
         for key in extras:  # the extra settings live on the object's settings
             assert hasattr(s, key), key
@@ -82,7 +82,7 @@ def test_every_operator_reports_any_user_error(blender, monkeypatch):
     def no_memory(*_args, **_kw):
         raise te.simcore.errors.ResourceError("not enough memory for these ridges")
 
-    monkeypatch.setattr(te.ridges.dla, "ridge_terrain", no_memory)
+    monkeypatch.setattr(te.features.ridges.dla, "ridge_terrain", no_memory)
     # a report, not a traceback (whose text would hold the message too)
     with pytest.raises(RuntimeError, match=r"^Error: not enough memory for these ridges\n$"):
         bpy.ops.terrain.generate_ridges(amplitude=0.2, ridge_spacing=0.15)
@@ -92,10 +92,10 @@ def test_every_operator_reports_any_user_error(blender, monkeypatch):
         raise te.simcore.errors.UserError("a message that says what to do")
 
     # the same boundary, the same report, for an operator of another module
-    monkeypatch.setattr(te.report_ui, "object_report", bad)
+    monkeypatch.setattr(te.features.report_ui, "object_report", bad)
     with pytest.raises(RuntimeError, match=r"^Error: a message that says what to do\n$"):
         bpy.ops.terrain.report()
     # and a bug is still a bug: not swallowed as a user error
-    monkeypatch.setattr(te.report_ui, "object_report", lambda _obj: 1 / 0)
+    monkeypatch.setattr(te.features.report_ui, "object_report", lambda _obj: 1 / 0)
     with pytest.raises(RuntimeError, match="Traceback(.|\n)*ZeroDivisionError"):
         bpy.ops.terrain.report()

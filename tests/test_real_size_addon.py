@@ -15,7 +15,7 @@ import pytest
 from blender_helpers import PanelRecorder, positions, staged_addon
 
 te = staged_addon()
-from terrain_erosion.scale import RealScale  # noqa: E402
+from terrain_erosion.data.scale import RealScale  # noqa: E402
 from terrain_erosion.simcore.formats.presets import (  # noqa: E402
     PresetError,
     dump_preset,
@@ -23,7 +23,7 @@ from terrain_erosion.simcore.formats.presets import (  # noqa: E402
     parse_preset,
     preset_files,
 )
-from terrain_erosion.simcore.noise import upland_terrain  # noqa: E402
+from terrain_erosion.simcore.generators.noise import upland_terrain  # noqa: E402
 from terrain_erosion.simcore.params import ParameterError  # noqa: E402
 
 REAL = 5000.0  # metres: the world of the same-landforms test
@@ -36,19 +36,19 @@ def demo_object(n: int, width: float, name: str = "Terrain", world: float | None
     landscape at another size."""
     world = width if world is None else world
     z = upland_terrain(n, seed=3, cell_size=world / (n - 1)) * (width / world)
-    obj = te.export.make_grid_object(name, z, width / (n - 1), width / (n - 1))
+    obj = te.features.export.make_grid_object(name, z, width / (n - 1), width / (n - 1))
     bpy.context.view_layer.objects.active = obj
     return obj
 
 
 def heights(obj) -> np.ndarray:
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
 
 
 def erode(obj, particles: int | None = None):
     """One synchronous run of the object's settings (as Erode in background mode)."""
-    job = te.job.ErosionJob(obj, particles)
+    job = te.data.job.ErosionJob(obj, particles)
     job.run()
     return job
 
@@ -72,28 +72,28 @@ def test_the_automatic_rule_and_the_status_line(blender):
     small = demo_object(33, 2.0, "Small")
     s = small.terrain_erosion
     assert s.real_size == 0.0 and s.vertical_exaggeration == 1.0, "defaults: automatic"
-    g = te.grid.detect_grid(small.data)
+    g = te.data.grid.detect_grid(small.data)
     scale = s.real_scale(g.rows, g.cols, g.cell_size)
     assert scale.automatic and scale.real_size == pytest.approx(5000.0)
     assert scale.world_cell == pytest.approx(5000.0 / 32) and scale.s == pytest.approx(2500)
-    ok, text = te.grid.grid_status(small)
+    ok, text = te.data.grid.grid_status(small)
     assert ok and text.endswith(
         "This 2.0 m grid is treated as 5.0 km (automatic: set Real Size to change)"), text
     s.real_size = 12000.0
-    ok, text = te.grid.grid_status(small)
+    ok, text = te.data.grid.grid_status(small)
     assert text.endswith("This 2.0 m grid is treated as 12 km (Real Size)"), text
     s.vertical_exaggeration = 2.0
-    assert "treated as 12 km, heights exaggerated x2 (Real Size)" in te.grid.grid_status(
+    assert "treated as 12 km, heights exaggerated x2 (Real Size)" in te.data.grid.grid_status(
         small)[1]
     big = demo_object(33, 7680.0, "Big")  # the presets' own world: taken as it is
-    g = te.grid.detect_grid(big.data)
+    g = te.data.grid.detect_grid(big.data)
     scale = big.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
     assert scale.s == 1.0 and scale.world_cell == g.cell_size
     assert "This 7.7 km grid is treated as 7.7 km (automatic: 1 unit = 1 m from 1.0 km " \
-           "up" in te.grid.grid_status(big)[1]
+           "up" in te.data.grid.grid_status(big)[1]
     # a Real Size equal to the object's own extent is exactly 1:1 (single precision)
     small.terrain_erosion.real_size, small.terrain_erosion.vertical_exaggeration = 2.0, 1.0
-    g = te.grid.detect_grid(small.data)
+    g = te.data.grid.detect_grid(small.data)
     scale = small.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
     assert scale.world_cell == g.cell_size == scale.height_unit and scale.s == 1.0
 
@@ -151,7 +151,7 @@ def test_vertical_exaggeration_scales_the_heights_of_the_same_world(blender):
     """An object twice as tall with exaggeration 2 is the same real terrain: its result
     is the other's, twice as tall."""
     flat = demo_object(40, 2.0, "True")
-    tall = te.export.make_grid_object("Tall", 2.0 * heights(flat), 2.0 / 39, 2.0 / 39)
+    tall = te.features.export.make_grid_object("Tall", 2.0 * heights(flat), 2.0 / 39, 2.0 / 39)
     tall.terrain_erosion.vertical_exaggeration = 2.0
     z0 = heights(flat)
     for obj in (flat, tall):
@@ -159,8 +159,8 @@ def test_vertical_exaggeration_scales_the_heights_of_the_same_world(blender):
         erode(obj)
     assert np.abs(heights(flat) - z0).max() > 1e-4
     assert np.allclose(heights(tall), 2.0 * heights(flat), rtol=0, atol=1e-5 * np.ptp(z0))
-    depth = te.grid.read_float_layer(tall.data, "te_sediment_depth",
-                                     te.grid.detect_grid(tall.data))
+    depth = te.data.grid.read_float_layer(tall.data, "te_sediment_depth",
+                                     te.data.grid.detect_grid(tall.data))
     assert depth.max() > 0, "sediment depth is a local length too (exaggerated)"
 
 
@@ -205,7 +205,7 @@ def test_every_preset_keeps_the_relief_at_any_size_with_the_defaults(blender, pr
     s = obj.terrain_erosion
     s.apply_preset(find_preset(preset_id))
     assert s.real_size == 0.0, "shipped presets leave the size automatic"
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     before = heights(obj)
     erode(obj, min(s.work(g.rows, g.cols, g.cell_size), PARTICLES))
     ok, numbers = no_towers_and_relief_kept(before, heights(obj))
@@ -216,11 +216,11 @@ def test_every_preset_keeps_the_relief_at_any_size_with_the_defaults(blender, pr
 def test_a_new_objects_own_defaults_build_no_towers(blender):
     """Droplets only, the object's settings as they come (no preset), on a 48 x 48 grid
     4 m wide with 1 m of relief: the issue's 27 m towers."""
-    from terrain_erosion.simcore.noise import fractal_terrain
+    from terrain_erosion.simcore.generators.noise import fractal_terrain
     z = fractal_terrain(48, seed=1, relief=1.0)
-    obj = te.export.make_grid_object("New", z, 4.0 / 47, 4.0 / 47)
+    obj = te.features.export.make_grid_object("New", z, 4.0 / 47, 4.0 / 47)
     s = obj.terrain_erosion
-    assert [n for n in te.simcore.simulation.PROCESSES if getattr(s, n).enabled] == [
+    assert [n for n in te.simcore.engine.simulation.PROCESSES if getattr(s, n).enabled] == [
         "droplets"]
     before = heights(obj)
     erode(obj)
@@ -249,7 +249,7 @@ def test_an_object_saved_without_a_real_size_loads_as_automatic(blender, tmp_pat
     s = obj.terrain_erosion
     assert s.real_size == 0.0 and s.vertical_exaggeration == 1.0
     assert s.particles == 3000 and s.rounds_done == rounds
-    job = te.job.ErosionJob(obj)
+    job = te.data.job.ErosionJob(obj)
     assert job.scale.automatic and job.scale.real_size == pytest.approx(5000.0)
     assert job.sim.rounds_done == rounds, "the stored state resumes"
     job.run()
@@ -298,39 +298,39 @@ def test_bad_values_are_prevented_or_refused_clearly(blender):
         RealScale.of(24, 24, 1.0, float("nan"))
     # below a millimetre (the property allows it: 0 must be typeable): said, not run
     s.real_size = 0.0005
-    ok, text = te.grid.grid_status(obj)
+    ok, text = te.data.grid.grid_status(obj)
     assert not ok and "Real Size must be 0 (automatic) or a width in metres from 0.001" in text
     before = heights(obj)
     with pytest.raises(ParameterError, match="Real Size must be"):
-        te.job.ErosionJob(obj)
+        te.data.job.ErosionJob(obj)
     assert np.array_equal(heights(obj), before)
 
 
 def test_batch_real_size_flag(blender, capsys):
     demo_object(24, 2.0, "Terrain")
-    assert te.batch.main(["--object", "Terrain", "--particles", "2000",
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "2000",
                           "--real-size", "12000"]) == 0
     out = capsys.readouterr().out
     assert "this 2.0 m grid is treated as 12 km (Real Size)" in out
     assert bpy.data.objects["Terrain"].terrain_erosion.real_size == 12000.0
-    assert te.batch.main(["--object", "Terrain", "--particles", "2000",
+    assert te.features.batch.main(["--object", "Terrain", "--particles", "2000",
                           "--set", "real_size=0"]) == 0
     assert "treated as 5.0 km (automatic" in capsys.readouterr().out
-    assert te.batch.main(["--object", "Terrain", "--real-size", "-3"]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--real-size", "-3"]) == 2
     assert "Real Size must be 0 (automatic) or a width in metres" in capsys.readouterr().err
-    assert te.batch.main(["--object", "Terrain", "--set", "real_size=-3"]) == 2
+    assert te.features.batch.main(["--object", "Terrain", "--set", "real_size=-3"]) == 2
     assert "'real_size'" in capsys.readouterr().err
 
 
 def test_export_records_the_real_size_and_import_gets_it_back(blender, tmp_path):
     obj = demo_object(24, 2.0, "Exported")
     obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = 8000.0, 1.5
-    te.export.export_maps(obj, tmp_path, formats=("EXR",))
+    te.features.export.export_maps(obj, tmp_path, formats=("EXR",))
     side = json.loads((tmp_path / "Exported.json").read_text())
     assert side["real_size"] == pytest.approx(8000.0)
     assert side["real_cell_size"] == pytest.approx(8000.0 / 23)
     assert side["vertical_exaggeration"] == 1.5 and not side["real_size_automatic"]
-    new = te.export.import_heightmap(tmp_path / "Exported_height.exr")
+    new = te.features.export.import_heightmap(tmp_path / "Exported_height.exr")
     assert new.terrain_erosion.real_size == 8000.0
     assert new.terrain_erosion.vertical_exaggeration == 1.5
     # a sidecar written before real sizes existed: the import stays automatic
@@ -338,7 +338,7 @@ def test_export_records_the_real_size_and_import_gets_it_back(blender, tmp_path)
                 "vertical_exaggeration", "real_scale", "real_units"):
         del side[key]
     (tmp_path / "Exported.json").write_text(json.dumps(side))
-    old = te.export.import_heightmap(tmp_path / "Exported_height.exr")
+    old = te.features.export.import_heightmap(tmp_path / "Exported_height.exr")
     assert old.terrain_erosion.real_size == 0.0
     assert old.terrain_erosion.vertical_exaggeration == 1.0
 
@@ -346,8 +346,8 @@ def test_export_records_the_real_size_and_import_gets_it_back(blender, tmp_path)
 def test_trees_keep_their_real_height_at_the_objects_scale(blender):
     obj = demo_object(24, 2.0)
     s = obj.terrain_erosion
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     scale = s.real_scale(g.rows, g.cols, g.cell_size)
-    assert te.instances.tree_height(s, scale) == pytest.approx(20.0 * 2.0 / 5000.0)
+    assert te.data.instances.tree_height(s, scale) == pytest.approx(20.0 * 2.0 / 5000.0)
     s.tree_scale = 0.05  # the artist's own size in local units still wins
-    assert te.instances.tree_height(s, scale) == pytest.approx(0.05)
+    assert te.data.instances.tree_height(s, scale) == pytest.approx(0.05)

@@ -1,4 +1,4 @@
-"""Realism report (simcore.report, `python -m simcore report`): figures that match
+"""Realism report (simcore.analysis.report, `python -m simcore report`): figures that match
 surfaces whose answers are known, a start rebuilt exactly from a state's books."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
-from simcore import report
-from simcore.cli import main
-from simcore.drainage import depression_depth
+from simcore.algorithms.drainage import depression_depth
+from simcore.analysis import report
+from simcore.cli.main import main
+from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset
-from simcore.noise import upland_terrain
-from simcore.simulation import Simulation
+from simcore.generators.noise import upland_terrain
 from simcore.terrain import Terrain
 
 

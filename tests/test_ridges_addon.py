@@ -20,7 +20,7 @@ te = staged_addon()
 
 
 def raster(obj):
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     return positions(obj.data)[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
 
 
@@ -60,7 +60,7 @@ def test_replace_mode_and_a_new_grid(blender):
     assert len(bpy.data.objects) == n_objects + 1
     new = bpy.context.active_object
     assert new is not obj and new.name.startswith("Ridges")
-    g = te.grid.detect_grid(new.data)
+    g = te.data.grid.detect_grid(new.data)
     assert (g.rows, g.cols) == (48, 48)
     assert raster(new).max() > 300
     assert new.terrain_erosion.real_size == 5000.0, "grown at 5 km: eroded at 5 km"
@@ -71,7 +71,7 @@ def test_start_from_a_painted_vertex_group(blender):
     obj = add_grid(bpy, n=65, size=2.0, relief=0.0)
     obj.terrain_erosion.real_size = 2.0  # 1:1 (automatic: 5 km)
     group = obj.vertex_groups.new(name="crest")
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     line = g.order.reshape(g.rows, g.cols)[32, 8:56]  # a painted line across the grid
     group.add([int(i) for i in line], 1.0, 'REPLACE')
     assert bpy.ops.terrain.generate_ridges(start='mask', vertex_group="crest",
@@ -162,7 +162,7 @@ def test_panel_shows_the_settings_and_its_button_runs_them(blender):
     s.amplitude, s.ridge_spacing, s.start, s.points = 0.25, 0.1, 'points', 4
     context = types.SimpleNamespace(scene=bpy.context.scene, active_object=obj)
     log = []
-    te.ridges.TERRAIN_PT_ridges.draw(types.SimpleNamespace(layout=_Layout(log)), context)
+    te.features.ridges.TERRAIN_PT_ridges.draw(types.SimpleNamespace(layout=_Layout(log)), context)
     props = {name for kind, name in log if kind == "prop"}
     assert {"amplitude", "ridge_spacing", "max_slope", "start", "points", "bias",
             "bias_strength", "stickiness", "seed", "new_grid", "mode"} <= props
@@ -175,5 +175,5 @@ def test_panel_shows_the_settings_and_its_button_runs_them(blender):
     assert raster(obj).max() - z0.max() > 0.1
     s.start = 'mask'
     log = []
-    te.ridges.TERRAIN_PT_ridges.draw(types.SimpleNamespace(layout=_Layout(log)), context)
+    te.features.ridges.TERRAIN_PT_ridges.draw(types.SimpleNamespace(layout=_Layout(log)), context)
     assert ("prop", "vertex_group") in log

@@ -1,4 +1,4 @@
-"""Scratch kept from one batch to the next (simcore.scratch): taken and given back by
+"""Scratch kept from one batch to the next (simcore.kernels.scratch): taken and given back by
 key within a simulation's run, never where it would change a result or outlive the
 run."""
 
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import small_batches
 
-from simcore import parallel, scratch
+from simcore.engine.simulation import Simulation
+from simcore.kernels import parallel, scratch
 from simcore.processes import thermal
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 

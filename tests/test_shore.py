@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore.shore import distance_to_sites, shore_field, waterline
+from simcore.algorithms.shore import distance_to_sites, shore_field, waterline
 
 
 def brute(sites, cx, cy):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from conftest import small_batches
 
-from simcore.simulation import PROCESSES, Simulation
+from simcore.engine.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
 
 

@@ -4,6 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore.engine.simulation import Simulation
 from simcore.processes.snowball import (
     SnowballParams,
     _apply_change,
@@ -12,7 +13,6 @@ from simcore.processes.snowball import (
     box_shape,
     run_batch,
 )
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 
@@ -214,7 +214,7 @@ def test_the_preset_table_books_mass_and_repeats_itself():
     """snowball_preview's table (world brush, 20 m blur of the changed part only) on a
     30 m-cell upland: the mass book closes exactly, sediment stays >= 0, and the same
     seed gives the same ground, bit for bit, run whole or round by round."""
-    from simcore.noise import upland_terrain
+    from simcore.generators.noise import upland_terrain
 
     table, _ = _preset_table()
     heights = upland_terrain(96, seed=3, cell_size=30.0)
@@ -257,7 +257,7 @@ def test_snowballs_alone_dig_no_runaway_pits():
     the droplets): without that, snowball_preview's rates alone dug a pit 3.2 km deep
     into a 512^2 upland, snowballs rolling to and fro in it. Here the deepest cut
     stays a fraction of the relief."""
-    from simcore.noise import upland_terrain
+    from simcore.generators.noise import upland_terrain
 
     table, per_area = _preset_table()
     heights = upland_terrain(128, seed=4, cell_size=30.0)
@@ -279,8 +279,8 @@ def test_the_same_valleys_at_two_resolutions(cell):
     footprint (brush_radius 0) gives r = 0.0 and 1.5-11 x the volume: on finer cells a
     step's erosion sinks into 4 smaller cells and steers the next snowballs; the world
     brush fixes that."""
-    from simcore import landforms
-    from simcore.noise import upland_terrain
+    from simcore.analysis import landforms
+    from simcore.generators.noise import upland_terrain
 
     table, per_area = _preset_table()
     assert table.brush_radius > 0

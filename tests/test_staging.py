@@ -1,4 +1,4 @@
-"""simcore/staging.py without Blender: a set of files replaced all or nothing, folders
+"""simcore/formats/staging.py without Blender: a set of files replaced all or nothing, folders
 of dead processes swept, those of live ones left alone (bake, export and engine tiles
 all go through it; their own tests fail it in place)."""
 
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from simcore import staging
 from simcore.errors import OutputPathError
+from simcore.formats import staging
 
 
 def tree(folder):

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from simcore.sweep import SweepError, expand_inputs, parse_seeds
+from simcore.distributed.sweep import SweepError, expand_inputs, parse_seeds
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
@@ -31,7 +31,7 @@ def test_seeds_and_inputs(tmp_path):
 
 def test_sweep_of_two_presets_by_four_seeds_with_a_bad_input(tmp_path):
     pytest.importorskip("distributed")
-    from simcore.noise import fractal_terrain
+    from simcore.generators.noise import fractal_terrain
     good = tmp_path / "hills.npy"
     np.save(good, fractal_terrain(40, seed=2) * 10.0)
     bad = tmp_path / "broken.npy"
@@ -68,7 +68,7 @@ def test_sweep_of_two_presets_by_four_seeds_with_a_bad_input(tmp_path):
 def test_an_output_folder_that_cannot_be_made_is_one_line_before_a_cluster(tmp_path,
                                                                           capsys):
     pytest.importorskip("distributed")
-    from simcore.cli import main
+    from simcore.cli.main import main
     blocker = tmp_path / "file"
     blocker.write_bytes(b"")
     code = main(["sweep", "--preset", "default", "--seed", "1", "--input", "x.npy",
@@ -95,8 +95,8 @@ def test_the_extension_never_imports_dask_or_zarr():
     assert done.stdout.strip() == "[]"
     for path in (ROOT / "addon").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
-        for name in ("dask", "distributed", "zarr", "simcore.tiles", "simcore.sweep",
-                     "simcore.cluster", ".tiles import", ".sweep import", ".cluster import"):
+        for name in ("dask", "distributed", "zarr", "simcore.distributed", ".distributed",
+                     ".simcore.distributed"):
             assert f"import {name}" not in text and f"from {name}" not in text, (path, name)
     manifest = (ROOT / "blender_manifest.toml").read_text(encoding="utf-8")
     assert "dask" not in manifest and "zarr" not in manifest

@@ -6,9 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import parallel
+from simcore.engine.simulation import PROCESSES, Simulation
+from simcore.kernels import parallel
 from simcore.processes.thermal import ThermalParams, _limited, run_batch
-from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
 
 N = 40
@@ -298,7 +298,7 @@ def test_creep_per_unit_of_rain_does_not_depend_on_the_map_extent():
     (simulation.rain_share). The same hills as a 3.84 km map and inside a 7.68 km one
     (its mirror images around it, which a no-flux edge cannot tell apart) creep alike;
     with one full pass a round the wider map crept 4x as much."""
-    from simcore.simulation import REFERENCE_AREA, rain_share
+    from simcore.engine.simulation import REFERENCE_AREA, rain_share
 
     cell, n = 60.0, 64
     y, x = np.mgrid[0:n, 0:n] * cell
@@ -502,7 +502,7 @@ def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, 
     """The first sweep of a relaxation tests a row at a time on the vector units; it
     must list the same cells as the one-cell test the later sweeps use, edges and
     corners, bare rock, hard rock and loose ground alike, in any row bands."""
-    from simcore.kernels import heap_pop, heap_push
+    from simcore.kernels.primitives import heap_pop, heap_push
     from simcore.processes import thermal
 
     sed = data.draw(arrays(np.float64, heights.shape,
@@ -546,7 +546,7 @@ def test_the_first_sweep_tests_each_neighbour_at_its_distance(test, dr, dc):
     """A cell with one lower neighbour just past (or just within) its rock or talus
     slope at that neighbour's distance (1 or sqrt 2 cells) is listed (or not) by the
     first sweep's row test, as by the one-cell test."""
-    from simcore.kernels import heap_pop
+    from simcore.kernels.primitives import heap_pop
     from simcore.processes import thermal
 
     k = thermal._kernel_params(ThermalParams(talus_angle=33.0, rock_angle=40.0), 1.0)

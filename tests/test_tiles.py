@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 pytest.importorskip("distributed")
 pytest.importorskip("zarr")
 
-from simcore import tiles  # noqa: E402
+from simcore.distributed import tiles  # noqa: E402
 from simcore.errors import OutputPathError  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
@@ -34,13 +34,13 @@ def preset():
 @pytest.fixture(scope="module")
 def world():
     """256x256 drained uplands of 30 m cells (world units)."""
-    from simcore.processes.landscape import drained_uplands
+    from simcore.generators.uplands import drained_uplands
     return drained_uplands(SIZE, seed=3, cell_size=CELL)
 
 
 @pytest.fixture(scope="module")
 def client():
-    from simcore.cluster import client as make_client
+    from simcore.distributed.cluster import client as make_client
     with make_client(workers=2, threads=1, quiet=True) as c:
         yield c
 
@@ -111,10 +111,14 @@ def test_a_margin_below_32_is_refused_and_every_block_lies_inside_a_tile():
 
 
 def test_tiles_reads_columns_by_rows_as_engine_tiles():
-    assert tiles.parse_tiles("3x2") == (2, 3)  # 3 across, 2 down: (rows, columns)
-    assert tiles.parse_tiles("4") == (4, 4)
-    with pytest.raises(tiles.TileError, match="XxY"):
-        tiles.parse_tiles("ax2")
+    from simcore.errors import CliError
+    from simcore.pipeline.arguments import tiles as tiles_arg
+
+    assert tiles_arg("3x2") == (3, 2)  # 3 across, 2 down
+    assert (tiles_arg("3x2").across, tiles_arg("3x2").down) == (3, 2)
+    assert tiles_arg("4") == (4, 4)
+    with pytest.raises(CliError, match="XxY"):
+        tiles_arg("ax2")
 
 
 def _fake_store(path, fmt):
@@ -127,7 +131,7 @@ def _fake_store(path, fmt):
 def test_a_failed_run_leaves_the_previous_store_as_it_was(world, monkeypatch, tmp_path):
     import zarr
 
-    from simcore import cluster
+    from simcore.distributed import cluster
     store = tmp_path / "w.zarr"
     _fake_store(store, tiles.STORE_FORMAT)
     before = sorted((p.relative_to(store), p.read_bytes()) for p in store.rglob("*")
@@ -160,7 +164,7 @@ def test_a_failed_run_leaves_the_previous_store_as_it_was(world, monkeypatch, tm
 
 def test_output_folders_that_cannot_be_made_are_one_line_before_a_cluster(world, tmp_path,
                                                                           capsys):
-    from simcore.cli import main
+    from simcore.cli.main import main
     src = tmp_path / "w.npy"
     np.save(src, world[:64, :64])
     blocker = tmp_path / "file"
@@ -176,7 +180,7 @@ def test_output_folders_that_cannot_be_made_are_one_line_before_a_cluster(world,
 
 
 def test_a_particle_in_an_overlap_starts_at_the_same_world_point_in_both_tiles():
-    from simcore.kernels import start_position, stream_state
+    from simcore.kernels.primitives import start_position, stream_state
     rng = np.random.default_rng(1)
     rain = rng.uniform(0.5, 2.0, (200, 200))  # uneven rain: a weighted start
     block = (2, 3)  # world squares 64..95 x 96..127
@@ -369,7 +373,7 @@ def test_with_coarse_neither_the_client_nor_the_global_task_holds_the_full_map(w
 
     allocate(1)
     assert traced_peak(lambda: allocate(1 << 20))[0] >= 8 << 20
-    from simcore.simulation import rain_share
+    from simcore.engine.simulation import rain_share
     big = np.kron(world, np.ones((4, 4))) + np.random.default_rng(0).uniform(
         0.0, 1.0, (4 * SIZE, 4 * SIZE))
     src = tmp_path / "big.npy"
@@ -468,7 +472,7 @@ def test_a_bad_store_for_tiles_is_a_message_before_any_cluster(runs, tmp_path, c
 
     import zarr
 
-    from simcore.cli import main
+    from simcore.cli.main import main
     other = tmp_path / "other.zarr"
     _fake_store(other, "something else")
     plain = tmp_path / "plain"

@@ -6,11 +6,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from simcore.engine.simulation import Simulation
 from simcore.formats.states import load_state, save_state
 from simcore.processes import hydrology, trees
 from simcore.processes.hydrology import HydrologyParams
 from simcore.processes.trees import TreeParams
-from simcore.simulation import Simulation
 from simcore.terrain import Terrain
 
 #: the article's distances (4 and 2 cells) on these toy terrains' 1-unit cells
@@ -168,7 +168,7 @@ def test_a_forest_grows_as_much_per_unit_of_rain_on_any_map_extent():
     per area; a tree's chances per cycle then shrink (trees.per_rain), so the same
     rain grows the same forest on a 3.84 and a 7.68 km map. With the full chances every
     cycle the wide map's forest was older and denser."""
-    from simcore.simulation import REFERENCE_AREA
+    from simcore.engine.simulation import REFERENCE_AREA
     params = {"trees": TreeParams(spawn_tries=20, spread_chance=0.2)}
     per_area = 30 / REFERENCE_AREA  # 30 cycles on the 3.84 km map
     size, density, cover = [], [], []
@@ -207,7 +207,7 @@ def test_root_density_built_in_row_bands_is_the_sum_over_trees_in_order(
 
 
 def test_trees_are_the_same_on_one_and_two_threads():
-    from simcore import parallel
+    from simcore.kernels import parallel
     if parallel.most_threads() < 2:
         pytest.skip("one CPU: nothing to compare")
     old = parallel.threads()

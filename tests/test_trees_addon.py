@@ -16,7 +16,7 @@ def grow_trees(n: int, extent: float):
     obj = add_grid(bpy, n=n, size=extent, relief=0.0)
     s = obj.terrain_erosion
     s.real_size = extent  # 1:1 (automatic would treat 960 units as 5 km)
-    for name in te.simcore.simulation.PROCESSES:
+    for name in te.simcore.engine.simulation.PROCESSES:
         getattr(s, name).enabled = name == "trees"
     s.trees.spawn_tries = 20
     s.particles = 40
@@ -46,9 +46,9 @@ def test_a_full_grown_tree_is_tree_height_tall_at_any_cell_size(blender):
     # the user's override wins, in local units; else the Trees panel's height (a preset
     # sets it in world units)
     s = fine.terrain_erosion
-    g = te.grid.detect_grid(fine.data)
+    g = te.data.grid.detect_grid(fine.data)
     for scale, height, expected in ((7.5, 20.0, 7.5), (0.0, 12.0, 12.0)):
         s.tree_scale, s.trees.tree_height = scale, height
-        te.instances.update_trees(fine, g, te.instances.read_trees(fine, g),
+        te.data.instances.update_trees(fine, g, te.data.instances.read_trees(fine, g),
                                   np.zeros((g.rows, g.cols)))
         assert np.allclose(instance_heights(fine), expected, rtol=1e-3)

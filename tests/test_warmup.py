@@ -1,4 +1,4 @@
-"""The add-on's warm-up compiling in helper processes (simcore.prepare.Helpers), in real
+"""The add-on's warm-up compiling in helper processes (simcore.cli.prepare.Helpers), in real
 Blender (fresh bpy processes): the helpers run Blender's own Python and import the
 add-on's simcore under the add-on's package name, the warm-up thread then only loads
 from numba's cache, the Threads preference caps the helpers, and a helper never
@@ -23,8 +23,8 @@ import json, sys
 import bpy, numba
 from blender_helpers import staged_addon
 te = staged_addon()
-import terrain_erosion.simcore.prepare as prepare
-jobs = [j for j in te.warmup.steps() if j[0] in ("write-back", "trees")]
+import terrain_erosion.simcore.cli.prepare as prepare
+jobs = [j for j in te.data.warmup.steps() if j[0] in ("write-back", "trees")]
 done = []
 assert prepare.run(jobs, 2, lambda key, doing: key and done.append(key))
 misses = sorted({d.__name__ for name, m in list(sys.modules.items())
@@ -43,10 +43,10 @@ from blender_helpers import staged_addon
 te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 te.register()
-assert te.warmup.start(2), "the warm-up starts"
-while te.warmup.status().total == 0:
+assert te.data.warmup.start(2), "the warm-up starts"
+while te.data.warmup.status().total == 0:
     time.sleep(0.01)
-print("STARTED " + json.dumps({"helpers": te.warmup.status().helpers}), flush=True)
+print("STARTED " + json.dumps({"helpers": te.data.warmup.status().helpers}), flush=True)
 time.sleep(600)
 """
 
@@ -60,7 +60,7 @@ from test_warmup import _children
 te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 te.register()
-assert te.warmup.start(2)
+assert te.data.warmup.start(2)
 deadline = time.monotonic() + 60
 while len(_children(os.getpid())) < 2 and time.monotonic() < deadline:
     time.sleep(0.05)
@@ -70,9 +70,9 @@ te.unregister()  # the user disables the add-on mid-warm-up
 deadline = time.monotonic() + 2.5
 while _children(os.getpid()) and time.monotonic() < deadline:
     time.sleep(0.05)
-te.warmup.wait(30)
+te.data.warmup.wait(30)
 print("DISABLED " + json.dumps({"helpers": len(helpers), "left": len(_children(os.getpid())),
-                               "state": te.warmup.status().state}))
+                               "state": te.data.warmup.status().state}))
 """
 
 
@@ -115,17 +115,17 @@ def test_helpers_run_blenders_python_and_the_add_on_only_loads_their_kernels(tmp
 
 def test_the_threads_preference_and_busy_cores_cap_the_helpers(blender):
     import terrain_erosion as te
-    from terrain_erosion.preferences import thread_count
-    assert te.warmup.helper_count(1, load=0.0) == 0, "one thread: compile on the thread"
+    from terrain_erosion.features.preferences import thread_count
+    assert te.data.warmup.helper_count(1, load=0.0) == 0, "one thread: compile on the thread"
     for cap in (0, 2, 3, 64):
-        n = te.warmup.helper_count(cap, load=0.0)  # an idle machine
+        n = te.data.warmup.helper_count(cap, load=0.0)  # an idle machine
         assert n == (0 if thread_count(cap) < 2 else min(thread_count(cap), 4)), (cap, n)
     cores = os.cpu_count() or 1
     # other programs keep all but one core busy: helpers would only fight over it
-    assert te.warmup.helper_count(0, load=cores - 0.5) == 0
-    assert te.warmup.helper_count(0, load=float(cores)) == 0
+    assert te.data.warmup.helper_count(0, load=cores - 0.5) == 0
+    assert te.data.warmup.helper_count(0, load=float(cores)) == 0
     if thread_count(0) >= 3 and cores >= 3:  # one core busy of three or more: 2 helpers
-        assert te.warmup.helper_count(0, load=1.0) >= 2
+        assert te.data.warmup.helper_count(0, load=1.0) >= 2
 
 
 def test_helpers_end_at_once_when_blender_quits_mid_warm_up(tmp_path):

@@ -19,7 +19,7 @@ te = staged_addon()
 def valley_and_lake(n=40, size=8.0):
     """A valley draining south into a round lake; stream along the valley floor."""
     obj = add_grid(bpy, n=n, size=size, name="Valley")
-    g = te.grid.detect_grid(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
     r, c = np.mgrid[0:g.rows, 0:g.cols].astype(float)
     cell = g.cell_x
     z = (0.06 * r + 0.05 * np.abs(c - 20)) * cell * 4
@@ -28,9 +28,9 @@ def valley_and_lake(n=40, size=8.0):
     level = z[lake].max() * 0 + (0.06 * 14) * cell * 4  # surface at the lake's rim
     pool = np.where(lake, level - ground, 0.0)
     stream = np.where((np.abs(c - 20) < 0.5) & (r > 14), 0.8, 0.0)
-    te.grid.write_heights(obj.data, g, positions(obj.data), ground)
-    te.grid.write_float_layer(obj.data, "te_stream", g, stream)
-    te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    te.data.grid.write_heights(obj.data, g, positions(obj.data), ground)
+    te.data.grid.write_float_layer(obj.data, "te_stream", g, stream)
+    te.data.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
     obj.data.update()
     return obj, g, ground, stream, pool
 
@@ -70,11 +70,11 @@ def test_real_hydrology_run_curve_sits_on_high_stream_cells(blender):
     s.hydrology.enabled = True
     s.particles = 6000
     assert bpy.ops.terrain.erode() == {'FINISHED'}
-    g = te.grid.detect_grid(obj.data)
-    stream = te.grid.read_float_layer(obj.data, "te_stream", g)
+    g = te.data.grid.detect_grid(obj.data)
+    stream = te.data.grid.read_float_layer(obj.data, "te_stream", g)
     threshold = float(np.quantile(stream, 0.9))
     obj.terrain_water.stream_threshold = max(threshold, 0.02)
-    te.water_data.update_rivers(obj, obj.terrain_water.stream_threshold, 4)
+    te.features.water_data.update_rivers(obj, obj.terrain_water.stream_threshold, 4)
     pts = curve_points(obj.terrain_water.rivers_object)
     assert pts, "some rivers"
     vals = []
@@ -89,7 +89,7 @@ def test_real_hydrology_run_curve_sits_on_high_stream_cells(blender):
 
 def test_lakes_mesh_and_shore_attributes(blender):
     obj, g, ground, _, pool = valley_and_lake()
-    lakes = te.water_data.update_lakes(obj)
+    lakes = te.features.water_data.update_lakes(obj)
     me = lakes.data
     assert lakes.parent == obj and len(me.polygons) > 0
     ids = np.empty(len(me.polygons), np.int32)
@@ -98,8 +98,8 @@ def test_lakes_mesh_and_shore_attributes(blender):
     z = positions(me)[:, 2]
     wet_level = (ground + pool)[pool > 0][0]
     assert np.allclose(z, wet_level, atol=1e-5), "flat at the lake surface"
-    dist = te.grid.read_float_layer(obj.data, "te_shore_distance", g)
-    line = te.simcore.shore.waterline(pool > 0)
+    dist = te.data.grid.read_float_layer(obj.data, "te_shore_distance", g)
+    line = te.simcore.algorithms.shore.waterline(pool > 0)
     assert (dist[line] == 0).all() and (dist[~line] > 0).all()
     # equals a brute-force search over the waterline cells (local units)
     pts = np.argwhere(line)
@@ -107,7 +107,7 @@ def test_lakes_mesh_and_shore_attributes(blender):
     brute = np.sqrt(((r[..., None] - pts[:, 0]) * g.cell_y) ** 2
                     + ((c[..., None] - pts[:, 1]) * g.cell_x) ** 2).min(-1)
     assert np.allclose(dist, brute, rtol=1e-6)
-    assert me.materials[0].name == te.water_data.WAVES
+    assert me.materials[0].name == te.features.water_data.WAVES
     assert "te_shore_direction" in obj.data.attributes
     before = positions(obj.data).copy()
     bpy.context.scene.frame_set(10)
@@ -127,7 +127,7 @@ def _camera_over(obj):
 @pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
 def test_wave_material_renders_and_moves_with_the_frame(blender, tmp_path, engine):
     obj, *_ = valley_and_lake()
-    te.water_data.update_lakes(obj)
+    te.features.water_data.update_lakes(obj)
     obj.hide_render = True  # only the water
     _camera_over(obj)
     a = render_pixels(bpy, te, engine, tmp_path / "a.png", 48, frame=1)
@@ -141,16 +141,16 @@ def test_water_surface_object_gets_the_shore_attributes_too(blender, tmp_path):
     s = obj.terrain_erosion
     s.droplets.enabled, s.hydrology.enabled, s.particles = False, True, 3000
     assert bpy.ops.terrain.erode() == {'FINISHED'}
-    g = te.grid.detect_grid(obj.data)
-    pool = te.grid.read_float_layer(obj.data, "te_pool_depth", g)
+    g = te.data.grid.detect_grid(obj.data)
+    pool = te.data.grid.read_float_layer(obj.data, "te_pool_depth", g)
     if not (pool > 1e-6).any():  # make sure there is water to have a shore
         pool[5:9, 5:9] = 0.1
-        te.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
-    te.water_data.update_lakes(obj)
+        te.data.grid.write_float_layer(obj.data, "te_pool_depth", g, pool)
+    te.features.water_data.update_lakes(obj)
     water = s.water_object
     assert water is not None
-    d_terrain = te.grid.read_float_layer(obj.data, "te_shore_distance", g)
-    d_water = te.grid.read_float_layer(water.data, "te_shore_distance", g)
+    d_terrain = te.data.grid.read_float_layer(obj.data, "te_shore_distance", g)
+    d_water = te.data.grid.read_float_layer(water.data, "te_shore_distance", g)
     assert np.array_equal(d_terrain, d_water)
 
 
@@ -159,12 +159,12 @@ def test_water_surface_object_gets_the_shore_attributes_too(blender, tmp_path):
 def test_non_finite_layers_are_refused_not_made_into_infinite_meshes(blender, layer, bad):
     """Issue 28: an infinite pool depth made a Lakes mesh with infinite vertices."""
     obj, g, *_ = valley_and_lake()
-    values = te.grid.read_float_layer(obj.data, layer, g)
+    values = te.data.grid.read_float_layer(obj.data, layer, g)
     values[8, 20] = bad  # in the lake
     values[20, 20] = bad  # on the river
-    te.grid.write_float_layer(obj.data, layer, g, values)
+    te.data.grid.write_float_layer(obj.data, layer, g, values)
     objects = set(bpy.data.objects.keys())
-    for make in (te.water_data.update_lakes, te.water_data.update_rivers):
+    for make in (te.features.water_data.update_lakes, te.features.water_data.update_rivers):
         with pytest.raises(te.simcore.errors.UserError, match=f"{layer}.*not a finite"):
             make(obj)
     bpy.context.view_layer.objects.active = obj

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from simcore import parallel
+from simcore.engine.simulation import PROCESSES, Simulation
+from simcore.kernels import parallel
 from simcore.params import ParameterError
 from simcore.processes import wind
 from simcore.processes.wind import WindParams, measure_dunes, run_batch
-from simcore.simulation import PROCESSES, Simulation
 from simcore.terrain import Terrain
 
 N = 48
@@ -348,7 +348,7 @@ def test_the_wind_says_when_the_cells_are_too_coarse_for_its_dunes(tmp_path, cap
     """Dunes of the desert preset are ~42 m apart (14 saturation lengths, see the
     isotropy test): 1 and 2 m cells show them; on 30 m cells the user is told why
     there are none, by the CLI (and the add-on, at the start of a run)."""
-    from simcore.cli import main
+    from simcore.cli.main import main
     from simcore.formats.presets import find_preset
     params = find_preset("desert_dunes").params["wind"]
     assert wind.advice(params, 1.0) is None and wind.advice(params, 2.0) is None

@@ -22,13 +22,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from simcore import landforms  # noqa: E402
+from simcore.analysis import landforms  # noqa: E402
+from simcore.engine.simulation import Simulation  # noqa: E402
 from simcore.formats.images import save_png, shaded_relief  # noqa: E402
 from simcore.formats.presets import find_preset, preset_files  # noqa: E402
-from simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
+from simcore.generators.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
+from simcore.generators.uplands import drained_uplands  # noqa: E402
 from simcore.processes import hydrology  # noqa: E402
-from simcore.processes.landscape import drained_uplands  # noqa: E402
-from simcore.simulation import Simulation  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 
 # a 3x5 pixel font: enough for preset ids and numbers

@@ -26,7 +26,7 @@ te = import_staged()
 from terrain_erosion.simcore.formats.images import save_png, shaded_relief  # noqa: E402
 from terrain_erosion.simcore.formats.presets import find_preset  # noqa: E402
 from terrain_erosion.simcore.formats.states import save_heights  # noqa: E402
-from terrain_erosion.simcore.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
+from terrain_erosion.simcore.generators.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
 from terrain_erosion.simcore.terrain import Terrain  # noqa: E402
 
 
@@ -52,22 +52,22 @@ def dress(obj: bpy.types.Object) -> None:
     bpy.ops.terrain.apply_material()
     water = obj.terrain_erosion.water_object
     try:
-        te.water_data.update_lakes(obj)
-    except te.water_data.WaterDataError as exc:  # a run without lakes
+        te.features.water_data.update_lakes(obj)
+    except te.features.water_data.WaterDataError as exc:  # a run without lakes
         print(f"demo: {exc}", flush=True)
     else:
         if water is not None:
             water.hide_render = True
-        waves = bpy.data.materials[te.water_data.WAVES].node_tree.nodes
+        waves = bpy.data.materials[te.features.water_data.WAVES].node_tree.nodes
         group = next(n for n in waves if n.bl_idname == 'ShaderNodeGroup')
-        cell = te.grid.detect_grid(obj.data).cell_size
+        cell = te.data.grid.detect_grid(obj.data).cell_size
         group.inputs["Wavelength"].default_value = 0.3 * cell  # ripples, not 120 m rollers
         group.inputs["Reach"].default_value = 1.5 * cell
 
 
 def ground_z(obj: bpy.types.Object, x: float, y: float) -> float:
     """Local height of ``obj``'s vertex nearest to local (x, y)."""
-    co = te.grid.read_positions(obj.data)
+    co = te.data.grid.read_positions(obj.data)
     return float(co[np.argmin((co[:, 0] - x) ** 2 + (co[:, 1] - y) ** 2), 2])
 
 
@@ -172,7 +172,7 @@ def main() -> int:
     if args.render_before and not args.no_render:
         bpy.ops.wm.read_factory_settings(use_empty=True)
         before = make_grid(n, size, heights)
-        te.material.apply_material(before)
+        te.features.material.apply_material(before)
         scene_setup(before, size, args.resolution)
         bpy.context.scene.render.filepath = str(out / "terrain_before.png")
         bpy.ops.render.render(write_still=True)
@@ -206,10 +206,10 @@ def main() -> int:
     print(f"demo: saved {blend}", flush=True)
 
     # heightmaps and a quick shaded comparison, straight from the mesh attributes
-    g = te.grid.detect_grid(obj.data)
-    co = te.grid.read_positions(obj.data)
+    g = te.data.grid.detect_grid(obj.data)
+    co = te.data.grid.read_positions(obj.data)
     after = co[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
-    sediment = te.grid.read_float_layer(obj.data, "te_sediment_depth", g)
+    sediment = te.data.grid.read_float_layer(obj.data, "te_sediment_depth", g)
     save_heights(out / "heightmap_before.npy", heights)
     save_heights(out / "heightmap_after.npy", after)
     gap = np.full((n, 8, 3), 255, np.uint8)

@@ -27,7 +27,7 @@ FEATURES = ("+64bit,+avx,+avx2,+bmi,+bmi2,+cmov,+cx16,+cx8,+f16c,+fma,+fxsr,+lzc
 def _child(mode: str, size: int, droplets: int) -> None:
     from benchmarks.reference.port import library, port_batch
     from simcore.formats.presets import find_preset
-    from simcore.noise import upland_terrain
+    from simcore.generators.noise import upland_terrain
     from simcore.processes.droplets import run_batch
     from simcore.terrain import Terrain
     params = find_preset("default").params["droplets"]

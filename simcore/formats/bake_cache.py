@@ -28,7 +28,7 @@ its range (:func:`read_manifest`); a bake deletes or replaces only the files a m
 of ours lists.
 
 Every file is written with :func:`simcore.fileio.atomic_write`. No bpy here: the
-add-on (addon/bake.py) reads the mesh into these arrays and writes them back.
+add-on (addon/features/bake.py) reads the mesh into these arrays and writes them back.
 """
 
 from __future__ import annotations

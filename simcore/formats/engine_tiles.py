@@ -27,7 +27,7 @@ The sidecar ``<name>.json`` names every tile: its files, grid position, world or
 and size, height range, and where the engine puts it (Unreal: location in cm and the
 landscape scale, Z scale included; Unity: terrain position and size in metres).
 
-A set is written all or nothing (:class:`simcore.staging.Staging`: a staging folder
+A set is written all or nothing (:class:`simcore.formats.staging.Staging`: a staging folder
 inside the target folder, moved in when complete, the sidecar last; an earlier set of
 the same name is replaced as a whole: the files its sidecar lists,
 :func:`simcore.formats.sidecar.listed_files`). A ``<name>.json`` that is not a tile
@@ -51,8 +51,8 @@ import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
 from ..fileio import atomic_write, check_input, check_memory, check_output
-from ..staging import Staging
 from . import images, sidecar
+from .staging import Staging
 
 #: vertices per tile side each engine takes: Unreal's recommended landscape sizes
 #: (components of 63, 127 or 255 quads; Landscape Technical Guide), Unity's terrain

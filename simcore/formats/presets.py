@@ -25,10 +25,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from ..engine.simulation import PROCESSES, process_params
 from ..errors import InputFileError, describe_os_error
 from ..fileio import atomic_write, check_input
-from ..params import ParameterError, Params, describe_range, hidden
-from ..simulation import PROCESSES, process_params
+from ..params import SEED_RANGE, ParameterError, Params, describe_range, hidden
 
 #: Folder of the presets shipped with the project (next to simcore in the repo,
 #: inside the package in the built extension).
@@ -36,7 +36,7 @@ _SIMCORE = Path(__file__).resolve().parent.parent  # simcore/ (formats/ is insid
 BUNDLED_DIRS = [p for p in (_SIMCORE / "presets", _SIMCORE.parent / "presets") if p.is_dir()]
 
 SIMULATION_KEYS: dict[str, tuple[int, int, int, str]] = {
-    "seed": (0, 0, 2**63 - 1, "random seed"),
+    "seed": (0, *SEED_RANGE, "random seed"),
     "particles": (200_000, 0, 10**10, "total particles of all enabled processes"),
 }
 #: Work per unit of world area: when > 0 it decides the amount of work (particles =
@@ -49,7 +49,7 @@ MAX_AREA_PARTICLES = 1e12
 AREA_KEY = ("particles_per_area", 0.0, 0.0, 1e6,
             "particles per square world unit (e.g. 0.006 per m^2 = 6000 per km^2)")
 #: Optional real-world size the preset is meant for: metres across the grid's longer
-#: side, 0 = automatic (the Blender add-on's rule, addon/scale.py). Absent (None): the
+#: side, 0 = automatic (the Blender add-on's rule, addon/data/scale.py). Absent (None): the
 #: preset leaves the object's own real size alone. simcore itself runs on the cell size
 #: it is given; the add-on turns the real size into that cell size.
 REAL_SIZE_KEY = ("real_size", 1e-3, 1e8,
@@ -73,7 +73,7 @@ class Preset:
     params: dict[str, Params] = dataclasses.field(default_factory=dict)
     enabled: dict[str, bool] = dataclasses.field(default_factory=dict)
     path: Path | None = None
-    #: optional [ridges] table (simcore.dla.RidgeParams): DLA mountains raised on the
+    #: optional [ridges] table (simcore.generators.ridges.RidgeParams): DLA mountains raised on the
     #: input heightmap before the erosion runs
     ridges: Params | None = None
     #: optional real size (REAL_SIZE_KEY): metres across, 0 = automatic, None = not set
@@ -188,7 +188,7 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                                       f"keys: {', '.join(keys)}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
         elif table == "ridges":
-            from ..dla import RidgeParams
+            from ..generators.ridges import RidgeParams
             preset.ridges = RidgeParams.from_dict(values, f"{where}: [ridges]")
         elif table in PROCESSES:
             values = dict(values)

@@ -6,7 +6,7 @@ from source to mouth, highest heads first, each ``{"points": [[x, y, z], ...],
 "flow": [...]}``: a point per channel cell at its water surface (ground plus standing
 water), and the stream value (0..1, six decimals) at each point.
 
-:func:`polylines` traces them (simcore.channels.stream_polylines), :func:`write`
+:func:`polylines` traces them (simcore.analysis.channels.stream_polylines), :func:`write`
 writes the file, :func:`read` reads one back and checks every value. No bpy here.
 """
 
@@ -19,7 +19,7 @@ from typing import TypeGuard
 
 import numpy as np
 
-from ..channels import stream_polylines
+from ..analysis.channels import stream_polylines
 from ..errors import InputFileError
 from ..fileio import atomic_write
 

@@ -21,7 +21,7 @@ folder (engine tiles use it too). A sidecar with a ``kind`` (an engine-tiles set
 never taken for a map export's: :func:`read` refuses it by name, and
 :func:`check_replaceable` keeps either writer from replacing the other's.
 
-No bpy here: the add-on (addon/export.py) gathers the values and writes the images.
+No bpy here: the add-on (addon/features/export.py) gathers the values and writes the images.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import UserError
 from ..fields import EXTRA_UNITS
 from ..fileio import atomic_write, check_input, check_memory
+from ..params import SEED_RANGE
 from ..terrain import (
     BYTES_PER_CELL,
     MAX_CELLS,
@@ -28,7 +29,7 @@ from ..terrain import (
     StateFileError,
     Terrain,
     TerrainError,
-    _as_float_grid,
+    as_float_grid,
     check_cell_size,
     fields,
 )
@@ -37,7 +38,6 @@ from ..terrain import (
 MAX_ROUNDS = 10**12
 #: Largest number of trees a state may hold.
 MAX_TREES = 10**8
-SEED_RANGE = (0, 2**63 - 1)
 
 NOT_A_STATE = "this file is not a Terrain Erosion state"
 #: arrays ``change_<process>``: how much each process moved the ground (world units)
@@ -281,7 +281,7 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
         for name, change in changes.items():
             if not name.isidentifier() or len(name) > 64:
                 raise TerrainError(f"'{CHANGE_PREFIX}{name}' does not name a process")
-            terrain.changes[name] = _as_float_grid(CHANGE_PREFIX + name, change,
+            terrain.changes[name] = as_float_grid(CHANGE_PREFIX + name, change,
                                                    terrain.shape) / cell_size
     except TerrainError as exc:
         raise StateFileError(f"{where}: {exc}") from None

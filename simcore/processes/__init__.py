@@ -2,8 +2,9 @@
 
 Every module whose name does not start with ``_`` and that defines ``PROCESS`` (a
 :class:`simcore.process.Process`) is a process; :data:`PROCESSES` lists them in the
-order a round runs them. Generators (``simcore.noise``, ``simcore.dla``) live beside
-this package: they make terrain, they are not part of a round.
+order a round runs them. Generators (``simcore.generators``: noise, DLA ridges,
+drained uplands) live beside this package: they make terrain, they are not part of a
+round.
 """
 
 from __future__ import annotations

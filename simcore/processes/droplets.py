@@ -5,7 +5,7 @@ Deterministic on any number of threads: the grid is cut into horizontal strips o
 ``margin`` rows beyond it; when it leaves that band it is handed to the neighbour strip.
 Even strips run together, then odd strips, and so on until every droplet of the batch
 has ended (a strip's pass starts as soon as its two neighbours have ended theirs, on
-pooled threads: simcore/parallel.py). Strips running together never touch the same
+pooled threads: simcore/kernels/parallel.py). Strips running together never touch the same
 cells, and each strip runs its droplets in ascending index order, so the result is the
 same on 1 or N threads. On one thread, or for a batch of under ``SERIAL_BELOW`` droplets,
 the same passes run one after another in one numba loop (``_run_passes``).
@@ -38,8 +38,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import parallel
-from ..kernels import (
+from ..kernels import parallel
+from ..kernels.primitives import (
     deposit_tent,
     erode_brush,
     next_uniform,

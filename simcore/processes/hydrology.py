@@ -69,8 +69,17 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from ..algorithms import components
 from ..fields import Field
-from ..kernels import exchange, heap_pop, heap_push, put, rain_cdf, start_position, stream_state
+from ..kernels.primitives import (
+    exchange,
+    heap_pop,
+    heap_push,
+    put,
+    rain_cdf,
+    start_position,
+    stream_state,
+)
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -841,36 +850,7 @@ def lakes(terrain: Terrain, min_cells: int = 1) -> list[int]:
     """Sizes (cells) of the separate pools (8-connected wet cells), largest first; only
     those of at least ``min_cells``."""
     wet = terrain.pool > 0.0
-    sizes = _component_sizes(wet.astype(np.uint8), np.empty(wet.size, dtype=np.int64))
-    return sorted((int(s) for s in sizes if s >= min_cells), reverse=True)
-
-
-@njit(cache=True)
-def _component_sizes(wet, stack):
-    rows, cols = wet.shape
-    seen = np.zeros((rows, cols), dtype=np.uint8)
-    sizes = []
-    for r0 in range(rows):
-        for c0 in range(cols):
-            if wet[r0, c0] == 0 or seen[r0, c0] != 0:
-                continue
-            seen[r0, c0] = 1
-            stack[0] = r0 * cols + c0
-            top = 1
-            size = 0
-            while top > 0:
-                top -= 1
-                r = stack[top] // cols
-                c = stack[top] - r * cols
-                size += 1
-                for nr in range(max(r - 1, 0), min(r + 2, rows)):
-                    for nc in range(max(c - 1, 0), min(c + 2, cols)):
-                        if wet[nr, nc] != 0 and seen[nr, nc] == 0:
-                            seen[nr, nc] = 1
-                            stack[top] = nr * cols + nc
-                            top += 1
-            sizes.append(size)
-    return sizes
+    return sorted((int(s) for s in components.sizes(wet) if s >= min_cells), reverse=True)
 
 
 PROCESS = Process(

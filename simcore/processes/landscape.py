@@ -7,7 +7,7 @@ passes add up to ``age``):
 1. Uplift: rock rises by ``uplift * uplift map * dt`` everywhere but at the outlets
    (the grid's edges: base level, fixed; with ``open_edges`` an edge sinks to its
    lowest inner neighbour, as if the land went on beyond the map).
-2. Drainage (:mod:`simcore.drainage`): D8 receivers, pits routed over the spill
+2. Drainage (:mod:`simcore.algorithms.drainage`): D8 receivers, pits routed over the spill
    points of their basins, the stack and the drainage area (world units² x the rain
    map), so rivers cross closed basins.
 3. River incision, stream power ``E = K A^m S^n`` (K scaled by the erodibility map),
@@ -42,10 +42,10 @@ import math
 import numpy as np
 from numba import njit
 
-from .. import drainage, parallel
+from ..algorithms import drainage
 from ..fields import Field
-from ..kernels import apply_change, uplift_at
-from ..noise import RELIEF_FRACTION, upland_terrain
+from ..kernels import parallel
+from ..kernels.primitives import apply_change, uplift_at
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -398,38 +398,3 @@ PROCESS = Process(
     reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
     writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool", "stream"),
     fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92)
-
-
-#: the generator evolves every grid as a world this wide (world units), then scales it
-#: to the grid's own extent, so any size and cell size gives the same drained land
-GENERATOR_EXTENT = 7680.0
-#: the generator's evolution: two million years of uplift shaped by the noise against
-#: rivers and hillslopes, from a start of a tenth of the noise's relief
-GENERATOR_PARAMS = {"age": 2.0e6, "time_step": 2.0e4, "uplift": 1.0e-3, "k": 3.0e-5,
-                    "head_area": 2.0e4, "diffusivity": 0.05, "deposition": 0.5,
-                    "batch": 100_000}
-
-
-def drained_uplands(rows: int, cols: int | None = None, *, seed: int = 0,
-                    cell_size: float = 30.0, relief: float | None = None) -> np.ndarray:
-    """World heights of drained uplands: fractal noise (:func:`noise.upland_terrain`)
-    as a tenth of the start and as the uplift map, evolved for two million years of
-    uplift against rivers and hillslopes (then one hillslope pass: no rock steeper than
-    its critical angle), so the land drains to its edges through one network of trunk
-    valleys and tributaries. ``relief`` (world units) rescales the result; by default
-    it is what the evolution made (about 0.09 x the extent: median slope ~23 deg)."""
-    from ..simulation import Simulation, process_params
-    cols = rows if cols is None else cols
-    noise = upland_terrain(rows, cols, seed=seed, cell_size=1.0, relief=1.0)
-    cell = GENERATOR_EXTENT / max(rows, cols)  # evolve at the reference extent
-    terrain = Terrain.from_heights(noise * 0.1 * RELIEF_FRACTION * GENERATOR_EXTENT, cell,
-                                   uplift=0.25 + 0.75 * noise)
-    Simulation(terrain, {"landscape": process_params("landscape", GENERATOR_PARAMS),
-                         "thermal": process_params("thermal", {"weathering": 0.0})},
-               particles=1).run()
-    heights = terrain.height()  # cell units: the same at any cell size
-    heights -= heights.min()
-    if relief is not None:
-        span = float(heights.max())
-        return heights * (relief / span if span > 0 else 0.0)
-    return heights * cell_size

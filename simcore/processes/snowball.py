@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..kernels import (
+from ..kernels.primitives import (
     deposit_tent,
     erode_brush,
     next_uniform,

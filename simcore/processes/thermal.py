@@ -76,8 +76,16 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import parallel, scratch
-from ..kernels import apply_change, copy_span, exchange, heap_pop, heap_push, put_at, transfer
+from ..kernels import parallel, scratch
+from ..kernels.primitives import (
+    apply_change,
+    copy_span,
+    exchange,
+    heap_pop,
+    heap_push,
+    put_at,
+    transfer,
+)
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -906,7 +914,7 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
 
 class _Scratch:
     """What a batch of passes works in, kept for the next batch while a simulation
-    runs (:mod:`simcore.scratch`): the sweep's and the creep's scratch grids and the
+    runs (:mod:`simcore.kernels.scratch`): the sweep's and the creep's scratch grids and the
     relaxation's levels. Nothing left in them changes a result: the scratch grids are
     written before they are read; a level's lists are read only after the first sweep
     of a relaxation (which visits every cell) wrote them, its ``moved`` marks are clear

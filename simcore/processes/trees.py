@@ -32,9 +32,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import parallel
 from ..fields import Field
-from ..kernels import next_uniform, stream_state
+from ..kernels import parallel
+from ..kernels.primitives import next_uniform, stream_state
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain

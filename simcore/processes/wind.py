@@ -76,7 +76,7 @@ import numpy as np
 from numba import njit
 
 from ..fields import Field
-from ..kernels import exchange, next_uniform, stream_state
+from ..kernels.primitives import exchange, next_uniform, stream_state
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain

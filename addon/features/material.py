@@ -1,0 +1,365 @@
+"""A terrain material that reads the layers a run writes: the shader node group
+``Terrain Erosion Surface`` and the **Apply Terrain Material** operator.
+
+What it paints, from the bottom up:
+
+- grass, varied by noise, and forest floor where ``te_trees`` (vegetation) is high;
+- sediment (``te_sediment``: alluvial flats, fans, colluvium at the foot of slopes);
+- bare rock where the surface is steeper than Rock Slope (from the geometry normal's
+  world Z, so any mesh works, eroded or not);
+- wet, dark, glossier ground along streams (``te_streams``) and around pools
+  (``te_pools``), water-coloured channels where the stream is strong;
+- snow above Snow Line (the object's **local** Z, like the mesh's vertex
+  coordinates), faded over Snow Blend and sliding off slopes above Snow Max Slope;
+- water-coloured, glossy lake beds where ``te_pools`` is high (the lakes mesh or the
+  water surface object, when present, puts the water surface on top).
+
+A missing attribute reads 0 in both render engines, so the material also works on a
+mesh that was never eroded (grass, rock and snow by slope and height). No image files:
+all variation is procedural noise in the object's local coordinates, its size set
+from the object's width when the material is made.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from ..data.compat import new_node_material
+from ..data.grid import COLOR_LAYERS, read_positions
+from ..ui.boundary import reports_user_errors
+
+GROUP = "Terrain Erosion Surface"
+MATERIAL = "Terrain Erosion Surface"
+#: The 0..1 color layers the group reads (names from simcore's field descriptions).
+SEDIMENT, STREAMS, POOLS, TREES = (COLOR_LAYERS[k] for k in ("sediment", "stream", "pool",
+                                                              "vegetation"))
+
+#: Group inputs: name -> (socket type, default). Lengths are the object's local units;
+#: angles are degrees from horizontal.
+INPUTS = {
+    "Snow Line": ('NodeSocketFloat', 1.0),
+    "Snow Blend": ('NodeSocketFloat', 0.1),
+    "Snow Max Slope": ('NodeSocketFloat', 50.0),
+    "Rock Slope": ('NodeSocketFloat', 32.0),
+    "Variation": ('NodeSocketFloat', 1.0),
+    "Detail Size": ('NodeSocketFloat', 0.05),
+    "Grass Color": ('NodeSocketColor', (0.045, 0.1, 0.02, 1)),
+    "Dry Grass Color": ('NodeSocketColor', (0.2, 0.155, 0.06, 1)),
+    "Forest Color": ('NodeSocketColor', (0.02, 0.05, 0.015, 1)),
+    "Sediment Color": ('NodeSocketColor', (0.26, 0.2, 0.12, 1)),
+    "Rock Color": ('NodeSocketColor', (0.2, 0.16, 0.12, 1)),
+    "Wet Color": ('NodeSocketColor', (0.035, 0.04, 0.03, 1)),
+    "Snow Color": ('NodeSocketColor', (0.85, 0.88, 0.92, 1)),
+    "Water Color": ('NodeSocketColor', (0.01, 0.045, 0.06, 1)),
+}
+DOC = {
+    "Snow Line": "Height of the snow line, in the object's local units (its vertex Z)",
+    "Snow Blend": "Height band over which snow fades in, local units",
+    "Snow Max Slope": "Degrees: snow slides off slopes steeper than this",
+    "Rock Slope": "Degrees: slopes steeper than this show bare rock",
+    "Variation": "Strength of the noise that breaks up every boundary (0: none)",
+    "Detail Size": "Size of the noise's features, local units (apply sets 1/40 of the "
+                   "object's width)",
+}
+
+
+class _Builder:
+    """Small helpers to wire a shader node tree readably."""
+
+    def __init__(self, tree: bpy.types.NodeTree):
+        self.tree, self.nodes = tree, tree.nodes
+
+    def _set(self, socket, value) -> None:
+        if value is None:
+            return
+        if isinstance(value, (int, float, tuple)):
+            socket.default_value = value
+        else:
+            self.tree.links.new(value, socket)
+
+    def math(self, op: str, a, b=None, c=None, clamp: bool = False):
+        node = self.nodes.new("ShaderNodeMath")
+        node.operation, node.use_clamp = op, clamp
+        for i, v in enumerate((a, b, c)):
+            self._set(node.inputs[i], v)
+        return node.outputs[0]
+
+    def ramp(self, value, lo, hi, to_lo=0.0, to_hi=1.0):
+        """Smoothstep of ``value`` from ``lo`` to ``hi`` (numbers or sockets), clamped."""
+        node = self.nodes.new("ShaderNodeMapRange")
+        node.interpolation_type = 'SMOOTHSTEP'
+        node.clamp = True
+        for name, v in (("Value", value), ("From Min", lo), ("From Max", hi),
+                        ("To Min", to_lo), ("To Max", to_hi)):
+            self._set(node.inputs[name], v)
+        return node.outputs["Result"]
+
+    def mix(self, factor, a, b, blend: str = 'MIX'):
+        """Colour mix (ShaderNodeMix, 3.4+) of ``a`` and ``b`` by ``factor``."""
+        node = self.nodes.new("ShaderNodeMix")
+        node.data_type, node.blend_type, node.clamp_factor = 'RGBA', blend, True
+        # several sockets share the names A, B and Result (one per data type)
+        ins = {s.identifier: s for s in node.inputs}
+        self._set(ins["Factor_Float"], factor)
+        self._set(ins["A_Color"], a)
+        self._set(ins["B_Color"], b)
+        return next(s for s in node.outputs if s.identifier == "Result_Color")
+
+    def attribute(self, name: str):
+        node = self.nodes.new("ShaderNodeAttribute")
+        node.attribute_type, node.attribute_name = 'GEOMETRY', name
+        node.label = name
+        return node.outputs["Fac"]
+
+    def noise(self, vector, scale, detail: float = 4.0):
+        node = self.nodes.new("ShaderNodeTexNoise")
+        self._set(node.inputs["Vector"], vector)
+        self._set(node.inputs["Scale"], scale)
+        node.inputs["Detail"].default_value = detail
+        return node.outputs["Fac"]
+
+
+def surface_group() -> bpy.types.NodeTree:
+    """The shader node group (made once per file): inputs of :data:`INPUTS`, outputs
+    BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks)."""
+    tree = bpy.data.node_groups.get(GROUP)
+    if tree is not None and tree.bl_idname == 'ShaderNodeTree':
+        return tree
+    tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
+    iface = tree.interface
+    for name, (kind, default) in INPUTS.items():
+        sock = iface.new_socket(name, in_out='INPUT', socket_type=kind)
+        sock.default_value = default
+        sock.description = DOC.get(name, "")
+        if kind == 'NodeSocketFloat':
+            sock.min_value = -1e9 if name == "Snow Line" else 0.0
+    iface.new_socket("BSDF", in_out='OUTPUT', socket_type='NodeSocketShader')
+    iface.new_socket("Color", in_out='OUTPUT', socket_type='NodeSocketColor')
+    for name in ("Roughness", "Snow", "Rock"):
+        iface.new_socket(name, in_out='OUTPUT', socket_type='NodeSocketFloat')
+    b, link = _Builder(tree), tree.links.new
+    gi, go = b.nodes.new("NodeGroupInput"), b.nodes.new("NodeGroupOutput")
+    i = gi.outputs
+
+    # where: local height, slope in degrees, noise in local coordinates / Detail Size
+    # (not Generated coordinates: the texture space of a mesh whose heights a script
+    # wrote can stay that of the flat grid until reloaded, and the noise then turns into
+    # contour stripes)
+    texco = b.nodes.new("ShaderNodeTexCoord")
+    local = b.nodes.new("ShaderNodeSeparateXYZ")
+    link(texco.outputs["Object"], local.inputs["Vector"])
+    scaled = b.nodes.new("ShaderNodeVectorMath")
+    scaled.operation = 'SCALE'
+    link(texco.outputs["Object"], scaled.inputs[0])
+    link(b.math('DIVIDE', 1.0, b.math('MAXIMUM', i["Detail Size"], 1e-9)), scaled.inputs["Scale"])
+    normal = b.nodes.new("ShaderNodeSeparateXYZ")
+    link(b.nodes.new("ShaderNodeNewGeometry").outputs["Normal"], normal.inputs["Vector"])
+    slope = b.math('DEGREES', b.math('ARCCOSINE', b.math('MINIMUM', normal.outputs["Z"], 1.0)))
+    coarse = b.noise(scaled.outputs["Vector"], 1.0, 3.0)
+    fine = b.noise(scaled.outputs["Vector"], 7.0, 2.0)
+    jitter = b.math('MULTIPLY', b.math('SUBTRACT', coarse, 0.5), i["Variation"])  # ~ +-0.2
+    fine_jitter = b.math('MULTIPLY', b.math('SUBTRACT', fine, 0.5), i["Variation"])
+
+    # layers (0 where missing)
+    sediment = b.ramp(b.math('ADD', b.attribute(SEDIMENT), b.math('MULTIPLY', jitter, 0.3)),
+                      0.08, 0.45)
+    forest = b.ramp(b.math('ADD', b.attribute(TREES), b.math('MULTIPLY', fine_jitter, 0.4)),
+                    0.05, 0.5)
+    streams = b.attribute(STREAMS)
+    pools = b.attribute(POOLS)
+    banks = b.math('MAXIMUM', b.ramp(streams, 0.18, 0.4), b.ramp(pools, 0.0, 1e-4),
+                   clamp=True)
+    banks = b.math('MULTIPLY', banks, b.ramp(fine_jitter, -0.45, 0.1))  # patchy
+    channel = b.ramp(streams, 0.42, 0.6)
+    lake = b.ramp(pools, 1e-4, 1e-3)  # any standing water (gray = depth / (depth + cell))
+
+    # ground: grass (dry and green patches) -> sediment -> forest floor
+    dry = b.ramp(b.math('ADD', jitter, b.math('MULTIPLY', slope, 0.01)), -0.05, 0.25)
+    color = b.mix(dry, i["Grass Color"], i["Dry Grass Color"])
+    color = b.mix(sediment, color, i["Sediment Color"])
+    color = b.mix(b.math('MULTIPLY', forest, 0.85), color, i["Forest Color"])
+    # rock where steep, with light/dark strata from the fine noise
+    rock = b.ramp(b.math('ADD', slope, b.math('MULTIPLY', jitter, 18.0)),
+                  b.math('SUBTRACT', i["Rock Slope"], 4.0), b.math('ADD', i["Rock Slope"], 4.0))
+    shade = b.ramp(fine, 0.3, 0.7, 0.6, 1.25)
+    rock_color = b.mix(1.0, i["Rock Color"], shade, blend='MULTIPLY')  # shade as gray
+    color = b.mix(rock, color, rock_color)
+    color = b.mix(b.math('MULTIPLY', banks, 0.8), color, i["Wet Color"])
+    color = b.mix(channel, color, i["Water Color"])
+    # snow above the line, thinner where steep, none in channels and lakes
+    height = b.math('ADD', local.outputs["Z"],
+                    b.math('MULTIPLY', jitter, b.math('MULTIPLY', i["Snow Blend"], 2.0)))
+    half = b.math('MULTIPLY', i["Snow Blend"], 0.5)
+    snow = b.ramp(height, b.math('SUBTRACT', i["Snow Line"], half),
+                  b.math('ADD', i["Snow Line"], half))
+    steep = b.ramp(slope, b.math('SUBTRACT', i["Snow Max Slope"], 10.0),
+                   b.math('ADD', i["Snow Max Slope"], 5.0))
+    snow = b.math('MULTIPLY', snow, b.math('SUBTRACT', 1.0, steep))
+    snow = b.math('MULTIPLY', snow, b.math('SUBTRACT', 1.0, b.math('MAXIMUM', channel, lake)),
+                  clamp=True)
+    color = b.mix(snow, color, i["Snow Color"])
+    color = b.mix(lake, color, i["Water Color"])
+    rough = b.math('MULTIPLY_ADD', rock, -0.15, 0.9)                 # rock 0.75, ground 0.9
+    rough = b.math('MULTIPLY_ADD', banks, -0.3, rough, clamp=True)  # wet ground 0.6
+    rough = b.ramp(snow, 0.0, 1.0, rough, 0.55)
+    rough = b.ramp(channel, 0.0, 1.0, rough, 0.25)
+    rough = b.ramp(lake, 0.0, 1.0, rough, 0.08)
+
+    bump = b.nodes.new("ShaderNodeBump")  # rough rock faces; flat snow, ground and water
+    bare = b.math('SUBTRACT', 1.0, b.math('MAXIMUM', snow, b.math('MAXIMUM', channel, lake)))
+    link(b.math('MULTIPLY', b.math('MULTIPLY', rock, bare), 0.25), bump.inputs["Strength"])
+    link(fine, bump.inputs["Height"])
+    bsdf = b.nodes.new("ShaderNodeBsdfPrincipled")
+    link(color, bsdf.inputs["Base Color"])
+    link(rough, bsdf.inputs["Roughness"])
+    link(bump.outputs["Normal"], bsdf.inputs["Normal"])
+    link(bsdf.outputs["BSDF"], go.inputs["BSDF"])
+    link(color, go.inputs["Color"])
+    link(rough, go.inputs["Roughness"])
+    link(snow, go.inputs["Snow"])
+    link(rock, go.inputs["Rock"])
+    _arrange(tree)
+    return tree
+
+
+def _arrange(tree: bpy.types.NodeTree) -> None:
+    """Lay the nodes out left to right by how many links they are from the group input
+    (one column per step, stacked in each), so the group reads when opened."""
+    depth: dict[str, int] = {}
+
+    def depth_of(node) -> int:
+        if node.name not in depth:
+            depth[node.name] = 0  # cycles cannot happen in a shader tree; guards anyway
+            ups = [link.from_node for link in tree.links if link.to_node == node]
+            depth[node.name] = 1 + max((depth_of(up) for up in ups), default=-1)
+        return depth[node.name]
+
+    rows: dict[int, int] = {}
+    for node in tree.nodes:
+        column = depth_of(node)
+        node.location = (column * 220.0, -rows.get(column, 0) * 200.0)
+        rows[column] = rows.get(column, 0) + 1
+
+
+def group_node(mat: bpy.types.Material | None) -> bpy.types.ShaderNodeGroup | None:
+    """The ``Terrain Erosion Surface`` group node of ``mat``, if it has one."""
+    if mat is None or mat.node_tree is None:
+        return None
+    for node in mat.node_tree.nodes:
+        if node.bl_idname == 'ShaderNodeGroup' and node.node_tree is not None \
+                and node.node_tree.name.startswith(GROUP):
+            return node
+    return None
+
+
+def extent(obj: bpy.types.Object) -> tuple[float, float, float]:
+    """Lowest and highest local Z of ``obj``'s vertices and its width (the larger of
+    its X and Y spans); (0, 1, 1) for an empty mesh."""
+    if len(obj.data.vertices) == 0:
+        return 0.0, 1.0, 1.0
+    co = read_positions(obj.data)
+    span = co[:, :2].max(axis=0) - co[:, :2].min(axis=0)
+    return float(co[:, 2].min()), float(co[:, 2].max()), float(max(span.max(), 1e-6))
+
+
+def snow_settings(low: float, high: float, fraction: float) -> tuple[float, float]:
+    """(Snow Line, Snow Blend) in local units: ``fraction`` of the way up from ``low``
+    to ``high``, fading in over 8% of the range."""
+    span = max(high - low, 1e-6)
+    return low + fraction * span, 0.08 * span
+
+
+def new_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.types.Material:
+    """A new material ``Terrain Erosion Surface`` (Blender adds .001, ... for more):
+    the group node into the Material Output, its snow line set from ``obj``'s height
+    range and its noise size from its width."""
+    mat = new_node_material(MATERIAL)
+    nodes = mat.node_tree.nodes
+    for node in list(nodes):
+        nodes.remove(node)
+    group = nodes.new("ShaderNodeGroup")
+    group.node_tree = surface_group()
+    group.label = GROUP
+    out = nodes.new("ShaderNodeOutputMaterial")
+    out.location = (300, 0)
+    mat.node_tree.links.new(group.outputs["BSDF"], out.inputs["Surface"])
+    low, high, width = extent(obj)
+    line, blend = snow_settings(low, high, snow_fraction)
+    group.inputs["Snow Line"].default_value = line
+    group.inputs["Snow Blend"].default_value = blend
+    group.inputs["Detail Size"].default_value = width / 40.0
+    return mat
+
+
+def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.types.Material:
+    """Put the terrain material on ``obj``'s first slot (added if it has none): its own
+    if a slot already holds one (kept as the artist tuned it), else a new one. A
+    material it takes the first slot from that nothing else uses gets a fake user, so
+    it is not lost when the file is saved."""
+    me = obj.data
+    for mat in me.materials:
+        if group_node(mat) is not None:
+            break
+    else:
+        mat = new_material(obj, snow_fraction)
+    if len(me.materials) == 0:
+        me.materials.append(mat)
+    else:
+        replaced = me.materials[0]
+        me.materials[0] = mat
+        if replaced is not None and replaced != mat and replaced.users == 0:
+            replaced.use_fake_user = True  # the artist's material survives a save
+    return mat
+
+
+class TERRAIN_OT_apply_material(bpy.types.Operator):
+    """Shade the active mesh with the Terrain Erosion Surface material: rock on steep
+    slopes, sediment, grass and forest, wet banks, snow above a height, water in lakes,
+    read from the layers a run writes (tweak it in the material's group node)"""
+
+    bl_idname = "terrain.apply_material"
+    bl_label = "Apply Terrain Material"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    snow_line: bpy.props.FloatProperty(
+        name="Snow Line", default=0.75, min=0.0, max=1.0, subtype='FACTOR',
+        description="Where snow starts on a new material, as a fraction of the object's "
+                    "height range (the group's Snow Line input holds it in local units)")
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        if obj is None or obj.type != 'MESH':
+            cls.poll_message_set("Select a mesh object (the terrain)")
+            return False
+        if obj.library is not None or obj.data.library is not None:
+            cls.poll_message_set(f"'{obj.name}' is linked from a library: make it local")
+            return False
+        return True
+
+    @reports_user_errors
+    def execute(self, context):
+        obj = context.active_object
+        before = obj.data.materials[0] if len(obj.data.materials) else None
+        mat = apply_material(obj, self.snow_line)
+        line = group_node(mat).inputs["Snow Line"].default_value
+        kept = (f"; '{before.name}' is kept with a fake user" if before is not None
+                and before != mat and before.use_fake_user and before.users == 1 else "")
+        self.report({'INFO'}, f"'{obj.name}' uses material '{mat.name}' (snow line at "
+                              f"{line:.4g} local units; tweak its group node's inputs)"
+                              + kept)
+        return {'FINISHED'}
+
+
+classes = (TERRAIN_OT_apply_material,)
+
+
+def register() -> None:
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister() -> None:
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)
+

@@ -1,0 +1,1 @@
+"""Terrains made from nothing: fractal noise, DLA ridges, drained uplands."""
