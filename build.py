@@ -2,9 +2,12 @@
 """One entry point for the project; standard library only.
 
     python build.py setup    make .venv (Blender 5.0 line) and one venv per other Blender line
-    python build.py test     lint (ruff, mypy) + simcore tests once + every add-on test on every
-                             Blender line; `test --fast`: lint + the 5.0 line without the slow
-                             tests (marker `slow`: the long landform and upland runs)
+    python build.py test     the everyday lane: lint (ruff, mypy), the simcore tests but the
+                             long physics runs (marker `slow`), every add-on test on the 5.0
+                             line, the compatibility subset (marker `compat`) on 4.2, 4.5, 5.2
+    python build.py test --full
+                             everything on every line: lint, every test on 5.0, every add-on
+                             test on 4.2, 4.5 and 5.2 (what CI runs)
     python build.py bench    benchmark table, also written to bench-results.json
     python build.py demo     the main job: erode a terrain, write pictures under demo/
     python build.py package  extension zips with the numba/llvmlite wheels, under dist/
@@ -171,21 +174,27 @@ def _counts(junit: Path) -> dict[str, int]:
     return c
 
 
-TEST_HELP = """usage: python build.py test [--fast] [--lines 4.2,5.0,...] [pytest arguments]
+TEST_HELP = """usage: python build.py test [--full | --fast] [--lines 4.2,5.0] [pytest arguments]
 
-Lint, then pytest, then a matrix of the results per Blender line; fails if anything
-failed anywhere.
+Lint, then pytest, then a matrix of the results per Blender line and the 15 slowest
+tests of each line; fails if anything failed anywhere.
 
   lint          ruff over simcore, addon, tests, benchmarks, build.py and tools, and mypy
                 over simcore (settings in pyproject.toml); a lint failure stops here
-  (default)     the 5.0 line (.venv) runs every test once; every other line runs the
-                add-on tests (-m blender). About ten minutes.
-  --fast        the inner loop: lint + the 5.0 line without the tests marked `slow`
-                (the long landform and upland runs: -m "not slow")
+  (default)     the everyday lane, at most ten minutes from a warm setup: the 5.0 line
+                (.venv) runs every test but the long physics runs (-m "not slow");
+                every other line runs the add-on tests marked `compat` (the ones that
+                touch what differs between Blender lines: -m "blender and compat")
+  --full        everything: every test on the 5.0 line, every add-on test (-m blender)
+                on every other line. What CI runs; every physics test is here.
+  --fast        the inner loop: lint + the 5.0 line without the `slow` tests
   --lines A,B   only these Blender lines (without 5.0: no simcore tests)
 
 Other arguments go to pytest, e.g. -k dla, -x. Venvs are made or updated first
 (python build.py setup)."""
+
+#: how many of the slowest tests each line prints (pytest --durations)
+SLOWEST = 15
 
 
 def lint() -> int:
@@ -199,20 +208,20 @@ def lint() -> int:
 
 
 def test(argv: list[str]) -> int:
-    """Lint (always) and the simcore tests once, in the 5.0 line; the add-on tests
-    (marker ``blender``) on every other line. Prints a matrix; fails if anything failed
-    anywhere. ``--lines`` without 5.0 skips the simcore tests; ``--fast`` runs the 5.0
-    line only, without the tests marked ``slow``."""
+    """Lint (always), then pytest per Blender line (module docstring and TEST_HELP for the
+    lanes). Prints a matrix; fails if anything failed anywhere."""
     if "-h" in argv or "--help" in argv:
         print(TEST_HELP)
         return 0
-    fast = "--fast" in argv
-    argv = [a for a in argv if a != "--fast"]
+    fast, full = "--fast" in argv, "--full" in argv
+    if fast and full:
+        sys.exit("error: --fast and --full are two lanes; give one")
+    argv = [a for a in argv if a not in ("--fast", "--full")]
     lines, extra = _pick_lines(argv)
     if fast:
         if len(argv) != len(extra):
             sys.exit("error: --fast runs the 5.0 line only; leave out --lines")
-        lines, extra = [PRIMARY], ["-m", "not slow", *extra]
+        lines = [PRIMARY]
     started = time.perf_counter()
     setup_line(PRIMARY)
     for line in lines:
@@ -225,14 +234,20 @@ def test(argv: list[str]) -> int:
     rows, code = [], 0
     for line in sorted(lines, key=lambda ln: ln is not PRIMARY):
         everything = line is PRIMARY
-        what = ("all tests" if not fast else "all but slow (--fast)") if everything \
-            else "add-on tests (-m blender)"
+        if everything:
+            what, marks = (("all tests", []) if full else
+                           ("all but slow", ["-m", "not slow"]))
+        elif full:
+            what, marks = "add-on tests (-m blender)", ["-m", "blender"]
+        else:
+            what, marks = "add-on compat subset", ["-m", "blender and compat"]
         _say(f"pytest, Blender {line.name} ({line.venv.name}): {what}")
         junit = results / f"bpy{line.name.replace('.', '')}.xml"
         junit.unlink(missing_ok=True)
         t0 = time.perf_counter()
         rc = _run([line.py, "-m", "pytest", "tests", "-p", "no:cacheprovider",
-                   f"--junitxml={junit}", *([] if everything else ["-m", "blender"]), *extra])
+                   f"--junitxml={junit}", f"--durations={SLOWEST}", "--durations-min=0",
+                   *marks, *extra])
         if rc == 5:
             _say("pytest collected no tests: that is a failure")
         counts = _counts(junit)

@@ -73,6 +73,22 @@ class Process(Generic[P]):
     #: on in the settings of a terrain the add-on has not seen yet (droplets); presets
     #: and the CLI say for themselves which processes run
     enabled_by_default: bool = False
+    #: where a tiled run (simcore/distributed/tiles.py) runs the process: "map" when what
+    #: it does at a cell depends on the whole map (drainage across it, dunes that march
+    #: across it): once, on the whole map or a coarse copy of it; "tile" when its reach is
+    #: local: in every tile, with overlapping margins
+    reach: str = "tile"
+    #: its particles start where ``kernels.primitives.start_position`` draws them from
+    #: the cdf it is given (droplets, snowball): a tiled run keys them to world blocks,
+    #: so a particle that starts in an overlap is the same particle in both tiles
+    keyed_starts: bool = False
+    #: its ``run_batch`` takes ``world_shape=(rows, cols)``: what depends on the map's
+    #: size (the droplets' path limit) follows the world's when it runs on a window
+    world_shape_arg: bool = False
+    #: ``per_area(params, share) -> params`` for work counted per map (trees' seeding
+    #: tries): a window that is ``share`` of the world gets that share, drawn from the
+    #: window's own seed; None: the work does not depend on the map's area
+    per_area: Callable[[P, float], P] | None = None
     #: bytes a grid cell costs while the process works, beyond the terrain's arrays
     #: (its scratch grids; measured: the table in simcore/engine/memory.py); 0 for work per
     #: particle

@@ -212,9 +212,10 @@ def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
     writes and imports: heights and every layer in world units, the same names."""
     def sc(module):  # the staged add-on's own simcore (what ships in the extension)
         return importlib.import_module(f"{te.simcore.__name__}.{module}")
-    cli, states = sc("cli"), sc("formats.states")
+    cli, states = sc("cli.main"), sc("formats.states")
     te.features.export.openimageio()  # Blender's own module, as the add-on's import uses
-    states.save_heights(tmp_path / "h.npy", sc("noise").fractal_terrain(24, seed=2)[:, :19] * 10)
+    hills = sc("generators.noise").fractal_terrain(24, seed=2)
+    states.save_heights(tmp_path / "h.npy", hills[:, :19] * 10)
     run = ["erode", "--input", str(tmp_path / "h.npy"), "--particles", "800", "--quiet",
            "--cell-size", "30", "--output"]
     assert cli.main([*run, str(tmp_path / "s.npz")]) == 0
@@ -230,7 +231,7 @@ def test_a_cli_written_exr_imports_with_the_state(blender, tmp_path):
         assert (g.rows, g.cols) == (rows, cols)
         assert g.cell_x == pytest.approx(cell) and g.cell_y == pytest.approx(cell)
         back = all_layers(new)
-        want = sc("layers").exported_maps(terrain, cell, meta["processes"])
+        want = sc("analysis.layers").exported_maps(terrain, cell, meta["processes"])
         assert sorted(back) == sorted(want), name
         assert {"height", "bedrock", "sediment_depth"} <= set(back)
         assert any(n.startswith("change_") for n in back)

@@ -536,7 +536,7 @@ def test_a_cache_index_from_an_earlier_version_is_stale_not_a_failure(tmp_path, 
 _PROBE_MODULE = textwrap.dedent("""
     from numba import njit
 
-    from .kernels import _probe_helper
+    from .kernels.primitives import _probe_helper
 
 
     @njit(cache=True)
@@ -554,19 +554,20 @@ _PROBE_HELPER = textwrap.dedent("""
 
 def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp_path):
     """numba checks only a cached kernel's own file: a kernel that inlines a helper of
-    kernels.py stayed cached after the helper changed and ran the old code (a benchmark
+    kernels/primitives.py stayed cached after the helper changed and ran the old code (a benchmark
     once measured old code this way). Every file of the package is in the stamp now."""
     import shutil
     pkg = tmp_path / "pkg" / "simcore"
     shutil.copytree(ROOT / "simcore", pkg, ignore=shutil.ignore_patterns("__pycache__"))
     (pkg / "_probe.py").write_text(_PROBE_MODULE)
-    kernels = (pkg / "kernels.py").read_text()
+    kernels = (pkg / "kernels" / "primitives.py").read_text()
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"),
            "PYTHONPATH": str(pkg.parent)}
 
     def run(factor: int) -> tuple[str, str]:
         """probe(7), and whether it came from the cache ("hit") or was compiled."""
-        (pkg / "kernels.py").write_text(kernels + _PROBE_HELPER.format(factor=factor))
+        (pkg / "kernels" / "primitives.py").write_text(
+            kernels + _PROBE_HELPER.format(factor=factor))
         res = subprocess.run([sys.executable, "-c",
                               "from simcore._probe import probe; print(probe(7)); "
                               "print('hit' if sum(probe.stats.cache_hits.values()) else "
@@ -580,7 +581,7 @@ def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp
     assert run(2) == ("14", "compiled")
     assert list((tmp_path / "numba-cache").rglob("_probe*.nbi")), "probe was cached"
     assert run(2) == ("14", "hit")  # nothing changed: from the cache
-    assert run(3) == ("21", "compiled")  # kernels.py changed: not the cached 14
+    assert run(3) == ("21", "compiled")  # primitives.py changed: not the cached 14
 
 
 def test_the_sources_digest_follows_a_file_changed_in_a_running_process(tmp_path, monkeypatch):

@@ -174,8 +174,11 @@ class Helpers:
         self.working: dict = {}  # process -> key it compiles
         #: key -> (helper number, that helper's CPU seconds when it had done the job)
         self.cpu: dict = {}
-        package = __package__.rpartition(".")[0] if __package__ != "simcore" else ""
-        folder = str(Path(__file__).resolve().parent.parent)
+        # simcore's own package ("simcore", or the add-on's "<add-on>.simcore") holds
+        # this module's folder (cli); the helpers import it from the folder above it
+        core = __package__.rpartition(".")[0]
+        package = core.rpartition(".")[0] if core != "simcore" else ""
+        folder = str(Path(__file__).resolve().parents[2])
         path = [p for p in sys.path if p and os.path.isdir(p)] + [folder]
         command = [executable or python_executable() or "", "-c", _BOOT, package, folder,
                    json.dumps(path)]

@@ -56,11 +56,6 @@ from ..errors import OutputPathError, UserError
 from ..fileio import make_folder
 from ..formats import images
 
-#: processes that see the whole map (stage 1); every other enabled process is detail
-GLOBAL_PROCESSES = ("landscape", "hydrology", "wind")
-#: particle processes whose starts are keyed to world blocks (they start with
-#: kernels.start_position over the cdf they are given)
-BLOCK_PROCESSES = ("droplets", "snowball")
 #: side of a world block of particle starts, in squares (cells), for a margin of 64
 #: (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
 #: inside its extent, so a block is at most half a margin (the blocks cut off then lie
@@ -461,19 +456,20 @@ def _read_terrain(group, window, cell_size: float):
     return t
 
 
+def map_processes(names) -> set[str]:
+    """Those of ``names`` that run on the whole map (stage 1: their descriptor's
+    ``reach``); every other one runs per tile."""
+    from ..processes import PROCESSES
+    return {n for n in names if PROCESSES[n].reach == "map"}
+
+
 def _particle_batch(name: str, terrain, params, seed: int, first: int, count: int,
                     height: np.ndarray, cdf: np.ndarray, world_shape) -> int:
     from ..processes import PROCESSES
-    if name == "droplets":  # its path limit follows the world, not the tile
-        from ..processes import droplets
-        lost, steps = droplets._run_batch(
-            seed & _M64, first, count, params.kernel(world_shape, terrain.cell_size), cdf,
-            droplets.strip_margin(params.brush_cells(terrain.cell_size)), height,
-            terrain.bedrock, terrain.sediment, terrain.eroded, terrain.deposited,
-            terrain.erodibility)
-        terrain.outflow += lost
-        return steps
-    return PROCESSES[name].run_batch(terrain, params, seed, first, count, height, cdf)
+    process = PROCESSES[name]
+    extra = {"world_shape": world_shape} if process.world_shape_arg else {}
+    return process.run_batch(terrain, params, seed & _M64, first, count, height, cdf,
+                             **extra)
 
 
 def run_tile(store: str, i: int, j: int) -> str:
@@ -496,8 +492,8 @@ def run_tile(store: str, i: int, j: int) -> str:
     for n, p in detail.items():
         if PROCESSES[n].per_rain is not None:
             p = PROCESSES[n].per_rain(p, float(a["rain_share"]))
-        if n == "trees":  # seeding tries are per map: the tile gets its area's share
-            p = p.replace(spawn_tries=max(1, round(p.spawn_tries * tile_area)))
+        if PROCESSES[n].per_area is not None:  # work per map: the tile's share of it
+            p = PROCESSES[n].per_area(p, tile_area)
         run[n] = p
     height = terrain.height()
     before = np.empty_like(height)
@@ -525,7 +521,7 @@ def run_tile(store: str, i: int, j: int) -> str:
             wet = terrain.pool > 0.0  # lakes keep their level (Simulation.run_round)
             surface = height[wet] + terrain.pool[wet] if wet.any() else None
             before[...] = height
-            if n in BLOCK_PROCESSES:
+            if PROCESSES[n].keyed_starts:
                 for bi, bj, sr, sc in blocks:
                     first, count = block_counts(weights, bi, bj, batch, ra, rb)
                     if count <= 0:
@@ -534,7 +530,7 @@ def run_tile(store: str, i: int, j: int) -> str:
                     _particle_batch(n, terrain, p, block_seed(seed, bi, bj), first, count,
                                     height, cdf, world_shape)
             else:
-                s = tile_seed(seed, i, j) if n == "trees" else seed
+                s = tile_seed(seed, i, j) if PROCESSES[n].per_area is not None else seed
                 PROCESSES[n].run_batch(terrain, p, s, ra * batch, (rb - ra) * batch,
                                        height, np.empty(0))
             protect_end(terrain, held, height)
@@ -873,8 +869,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
     from ..terrain import fields
     zarr = _zarr()
     enabled = preset.enabled_params()
-    glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
-    detail = {n: p for n, p in enabled.items() if n not in GLOBAL_PROCESSES}
+    glob = {n: p for n, p in enabled.items() if n in map_processes(enabled)}
+    detail = {n: p for n, p in enabled.items() if n not in glob}
     missing = uncovered_blocks(plan)  # make_plan refuses such plans: never here
     assert not missing, f"blocks outside every tile's extent: {missing}"
     root = zarr.open_group(str(store), mode="w")
@@ -1042,7 +1038,7 @@ def _run_world(terrain, preset, store: str, client, plan: Plan, rounds: int, coa
     enabled = preset.enabled_params()
     t0 = time.perf_counter()
     attrs = prepare_store(store, terrain, preset, plan, rounds, coarse, rain_share(terrain))
-    glob = {n: p for n, p in enabled.items() if n in GLOBAL_PROCESSES}
+    glob = {n: p for n, p in enabled.items() if n in map_processes(enabled)}
     if not quiet:
         print(f"tiles: {plan.shape[1]}x{plan.shape[0]} in {plan.tiles[1]}x{plan.tiles[0]} "
               f"tiles of {plan.core[1]}x{plan.core[0]} (x by y; +{plan.margin} margin), "
@@ -1130,11 +1126,37 @@ def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy
 
 # -- the command ----------------------------------------------------------------------
 
+def tile_start(path: str, preset, cell_size: float | None, out: Path):
+    """The world a tiled run starts from: a Terrain, or a file read window by window.
+    A state, and a heightmap whose preset scales it (``real_size``) or raises ridges on
+    it, start as ``erode`` starts them (simcore/pipeline/start.py), whole; any other
+    heightmap and an earlier tiled world's store are read tile by tile (the client never
+    holds the map)."""
+    from ..errors import CliError
+    from ..pipeline import arguments
+    from ..pipeline.start import load_start
+
+    name = path.lower()
+    whole = preset.ridges is not None or bool(preset.real_size)
+    if name.endswith(".npz") or (name.endswith(".npy") and whole):
+        return load_start(path, preset, cell_size=cell_size).terrain
+    if name.endswith(".npy"):
+        return HeightmapFile(path, arguments.cell_size(cell_size))
+    if Path(path).is_dir() or name.endswith(".zarr"):
+        if cell_size is not None:
+            raise CliError("--cell-size cannot change the scale of a tiled world's store")
+        if Path(path).resolve() == partial_path(out).resolve():
+            raise CliError(f"--input {path} is where the run writes until it is done "
+                           f"(the .partial of --output {out}): move it away or rename it")
+        return WorldStoreFile(path)  # a world already: resumed as it is, like a state
+    raise CliError(f"--input {path}: use a .npy heightmap, an .npz state or a "
+                   "tiled world's store (a .zarr folder)")
+
+
 def tile_command(args) -> int:
     from ..errors import CliError
     from ..formats.presets import find_preset
     from ..pipeline import arguments
-    from ..pipeline.start import load_start
     from .cluster import client
 
     out = check_output_store(args.output)  # before a cluster starts
@@ -1144,24 +1166,7 @@ def tile_command(args) -> int:
     tiles = (count.down, count.across)  # (rows, columns): Plan's order
     preset = find_preset(args.preset).with_overrides(
         arguments.overrides(args.set, seed=args.seed, particles=args.particles))
-    name = args.input.lower()
-    # a preset that scales the map (real_size) or raises ridges on it needs the whole
-    # map, as erode makes it; else a .npy is read tile by tile (the client never holds it)
-    whole = preset.ridges is not None or bool(preset.real_size)
-    if name.endswith(".npz") or (name.endswith(".npy") and whole):
-        terrain = load_start(args.input, preset, cell_size=args.cell_size).terrain
-    elif name.endswith(".npy"):
-        terrain = HeightmapFile(args.input, arguments.cell_size(args.cell_size))
-    elif Path(args.input).is_dir() or name.endswith(".zarr"):  # read tile by tile too
-        if args.cell_size is not None:
-            raise CliError("--cell-size cannot change the scale of a tiled world's store")
-        if Path(args.input).resolve() == partial_path(out).resolve():
-            raise CliError(f"--input {args.input} is where the run writes until it is done "
-                           f"(the .partial of --output {out}): move it away or rename it")
-        terrain = WorldStoreFile(args.input)  # a world already: resumed as it is, like a state
-    else:
-        raise CliError(f"--input {args.input}: use a .npy heightmap, an .npz state or a "
-                       "tiled world's store (a .zarr folder)")
+    terrain = tile_start(args.input, preset, args.cell_size, out)
     make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
     if args.heightmap_tiles:
         make_folder(args.heightmap_tiles, "--heightmap-tiles")

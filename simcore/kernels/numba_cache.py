@@ -31,10 +31,11 @@ import time
 import warnings
 from pathlib import Path
 
-#: the package whose kernels are guarded ("simcore", or the add-on's vendored copy)
-_ROOT = __name__.rpartition(".")[0]
+#: the package whose kernels are guarded ("simcore", or the add-on's vendored copy;
+#: this module lives in its ``kernels`` folder)
+_ROOT = __name__.rsplit(".", 2)[0]
 #: its folder: its kernels' cache stamps include :func:`sources_digest` of it
-_FOLDER = str(Path(__file__).resolve().parent)
+_FOLDER = str(Path(__file__).resolve().parent.parent)
 _digests: dict[tuple, str] = {}
 #: a folder's last listing and when it was made (time.monotonic): the kernels of one
 #: import, decorated within milliseconds, share it

@@ -534,18 +534,21 @@ def _lost_total(lost: np.ndarray) -> float:
 
 
 def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, count: int,
-              height: np.ndarray | None = None, cdf: np.ndarray | None = None) -> int:
+              height: np.ndarray | None = None, cdf: np.ndarray | None = None,
+              world_shape: tuple[int, int] | None = None) -> int:
     """Run droplets ``first .. first+count-1`` on ``terrain`` in place.
 
     ``height`` (bedrock + sediment, kept in step) and ``cdf`` may be passed in to avoid
-    recomputing them for every batch. Returns the number of droplet steps taken."""
+    recomputing them for every batch; ``world_shape``: the map this terrain is a window
+    of (a tile), whose size sets the path limit. Returns the number of droplet steps
+    taken."""
     if height is None:
         height = terrain.height()
     if cdf is None:
         cdf = rain_cdf(terrain.rain)
     lost, nsteps = _run_batch(
         seed & 0xFFFFFFFFFFFFFFFF, first, count,
-        params.kernel(terrain.shape, terrain.cell_size), cdf,
+        params.kernel(world_shape or terrain.shape, terrain.cell_size), cdf,
         strip_margin(params.brush_cells(terrain.cell_size)), height, terrain.bedrock,
         terrain.sediment, terrain.eroded, terrain.deposited, terrain.erodibility)
     terrain.outflow += lost
@@ -555,4 +558,5 @@ def run_batch(terrain: Terrain, params: DropletParams, seed: int, first: int, co
 PROCESS = Process(
     "droplets", DropletParams, run_batch, "Droplet erosion",
     "rain droplets carve channels (after the Arcane Worlds article)", order=10, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility", "rain"), enabled_by_default=True)
+    reads=("bedrock", "sediment", "erodibility", "rain"), enabled_by_default=True,
+    keyed_starts=True, world_shape_arg=True)

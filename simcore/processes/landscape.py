@@ -397,4 +397,5 @@ PROCESS = Process(
     order=5, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "uplift"),
     writes=("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool", "stream"),
-    fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92)
+    fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92,
+    reach="map")

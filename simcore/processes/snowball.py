@@ -408,4 +408,5 @@ def run_batch(terrain: Terrain, params: SnowballParams, seed: int, first: int, c
 PROCESS = Process(
     "snowball", SnowballParams, run_batch, "Snowball erosion",
     "fast preview erosion with blur (J. Talle's article)", order=20, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility", "rain"), bytes_per_cell=48)
+    reads=("bedrock", "sediment", "erodibility", "rain"), bytes_per_cell=48,
+    keyed_starts=True)

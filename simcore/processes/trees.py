@@ -298,6 +298,12 @@ def per_rain(params: TreeParams, share: float) -> TreeParams:
                           death_chance=per(params.death_chance))
 
 
+def per_area(params: TreeParams, share: float) -> TreeParams:
+    """A window's params when it is ``share`` of the map (a tile): ``spawn_tries`` is
+    per cycle over the whole map, so the window tries its share of them (at least one)."""
+    return params.replace(spawn_tries=max(1, round(params.spawn_tries * share)))
+
+
 PROCESS = Process(
     "trees", TreeParams, run_batch, "Trees",
     "trees spread where it is dry and gentle; roots hold the soil (N. McDonald's article)",
@@ -306,4 +312,5 @@ PROCESS = Process(
                              "vegetation"),
     writes=("vegetation", "trees"),
     fields=(Field("vegetation", "fraction", "tree/root density", lo=0.0, hi=1.0,
-                  color="te_trees", exact="te_vegetation"),), per_rain=per_rain)
+                  color="te_trees", exact="te_vegetation"),), per_rain=per_rain,
+    per_area=per_area)
