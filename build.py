@@ -2,9 +2,10 @@
 """One entry point for the project; standard library only.
 
     python build.py setup    make .venv (Blender 5.0 line) and one venv per other Blender line
-    python build.py test     the everyday lane: lint (ruff, mypy), the simcore tests but the
-                             long physics runs (marker `slow`), every add-on test on the 5.0
-                             line, the compatibility subset (marker `compat`) on 4.2, 4.5, 5.2
+    python build.py test     the everyday lane: lint (ruff, mypy), then on the 5.0 line every
+                             test but the long physics runs (marker `slow`) and the cold-cache
+                             compiles (marker `cold`), on 4.2, 4.5, 5.2 the add-on tests
+                             marked `compat`
     python build.py test --full
                              everything on every line: lint, every test on 5.0, every add-on
                              test on 4.2, 4.5 and 5.2 (what CI runs)
@@ -182,12 +183,13 @@ tests of each line; fails if anything failed anywhere.
   lint          ruff over simcore, addon, tests, benchmarks, build.py and tools, and mypy
                 over simcore (settings in pyproject.toml); a lint failure stops here
   (default)     the everyday lane, at most ten minutes from a warm setup: the 5.0 line
-                (.venv) runs every test but the long physics runs (-m "not slow");
+                (.venv) runs every test but the long physics runs and the ones that
+                compile the core from an empty cache (-m "not slow and not cold");
                 every other line runs the add-on tests marked `compat` (the ones that
                 touch what differs between Blender lines: -m "blender and compat")
   --full        everything: every test on the 5.0 line, every add-on test (-m blender)
                 on every other line. What CI runs; every physics test is here.
-  --fast        the inner loop: lint + the 5.0 line without the `slow` tests
+  --fast        the inner loop: lint + the 5.0 line's part of the everyday lane
   --lines A,B   only these Blender lines (without 5.0: no simcore tests)
 
 Other arguments go to pytest, e.g. -k dla, -x. Venvs are made or updated first
@@ -236,7 +238,7 @@ def test(argv: list[str]) -> int:
         everything = line is PRIMARY
         if everything:
             what, marks = (("all tests", []) if full else
-                           ("all but slow", ["-m", "not slow"]))
+                           ("all but slow and cold", ["-m", "not slow and not cold"]))
         elif full:
             what, marks = "add-on tests (-m blender)", ["-m", "blender"]
         else:

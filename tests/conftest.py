@@ -45,8 +45,21 @@ def blender():
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "blender: runs in real Blender (the bpy module); `python build.py test` "
-        "runs these on every Blender line (-m blender)")
+        "markers", "blender: runs in real Blender (the bpy module); `python build.py test "
+        "--full` runs these on every Blender line (-m blender)")
+    config.addinivalue_line(
+        "markers", "compat: an add-on test of what differs between Blender lines (the "
+        "compat layer, nodes and materials, EXR, menus, handlers, mesh data): `python "
+        "build.py test` runs these on every line, the other add-on tests on 5.0 only")
+    config.addinivalue_line(
+        "markers", "cold: compiles the core from an empty numba cache in other processes "
+        "(the warm-up, the package, the cache's faults): `python build.py test --full` only")
+
+
+#: add-on test modules whose every test is marked ``compat``
+COMPAT_MODULES = {"test_compat", "test_addon", "test_material_addon", "test_exr_addon",
+                  "test_engine_tiles_addon", "test_water_data", "test_bake",
+                  "test_core_status"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -55,6 +68,8 @@ def pytest_collection_modifyitems(config, items):
         module = getattr(item, "module", None)
         if module is not None and "bpy" in vars(module):
             item.add_marker(pytest.mark.blender)
+            if module.__name__.rpartition(".")[2] in COMPAT_MODULES:
+                item.add_marker(pytest.mark.compat)
 
 
 @pytest.fixture

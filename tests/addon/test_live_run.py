@@ -758,7 +758,7 @@ def test_a_resume_from_the_layers_alone_is_not_exact_and_the_readme_says_so(blen
     _, reopened, rounds = _eroded(preset, [half, half], between=reopen)
     assert rounds == 8
     assert not same_state(one, reopened)
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "reopened .blend" in readme and "not bit-identical" in readme
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: simcore, lowest layer first: a module imports its own layer or a lower one. The model
 #: is the package's top level; each folder is a layer. ``x.*`` is a folder and all in

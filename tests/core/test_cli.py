@@ -7,7 +7,7 @@ import pytest
 
 from simcore.cli.main import main
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def test_generate_erode_resume_and_shade(tmp_path, capsys):

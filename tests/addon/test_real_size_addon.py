@@ -194,6 +194,7 @@ def _case(preset_id: str, width: float):
     return pytest.param(preset_id, width, marks=marks, id=f"{preset_id}-{width:g}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset_id,width", [_case(p, w) for p in sorted(preset_files())
                                              for w in SIZES])
 def test_every_preset_keeps_the_relief_at_any_size_with_the_defaults(blender, preset_id,

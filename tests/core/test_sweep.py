@@ -13,7 +13,7 @@ import pytest
 
 from simcore.distributed.sweep import SweepError, expand_inputs, parse_seeds
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def test_seeds_and_inputs(tmp_path):

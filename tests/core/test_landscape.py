@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_drainage import reference_fill
 
 from simcore.analysis import landforms
 from simcore.engine.simulation import Simulation, process_params
@@ -15,7 +16,6 @@ from simcore.generators.noise import upland_terrain
 from simcore.params import ParameterError
 from simcore.processes import landscape
 from simcore.terrain import Terrain, TerrainError
-from tests.test_drainage import reference_fill
 
 
 def _noise(size: int, seed: int = 1) -> np.ndarray:

@@ -29,7 +29,7 @@ from simcore.formats.states import load_state, save_heights, save_state
 from simcore.generators.noise import fractal_terrain
 from simcore.terrain import Terrain
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TERRAIN = Terrain.from_heights(fractal_terrain(48, seed=3), 2.0)
 PRESET = find_preset("default")
@@ -477,6 +477,7 @@ _FULL_CACHE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.cold
 def test_a_full_disk_under_numbas_cache_is_a_warning_not_a_failure(tmp_path):
     """numba writes compiled kernels into its cache on first use; a cache it cannot
     write (full disk, read-only, quota) must not stop the run."""
@@ -504,6 +505,7 @@ _THERMAL_RUN = textwrap.dedent("""
     b"\x80\x02csimcore.processes.thermal\n_Gone\nq\x00.",  # a type renamed since
     b"",  # a truncated file
 ])
+@pytest.mark.cold
 def test_a_cache_index_from_an_earlier_version_is_stale_not_a_failure(tmp_path, damage):
     """The cache folder outlives an upgrade of the extension; numba unpickles a kernel's
     index before it checks that it is stale, so an index naming a type the new code no
@@ -552,6 +554,7 @@ _PROBE_HELPER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.cold
 def test_a_changed_helper_in_another_file_recompiles_the_kernels_that_use_it(tmp_path):
     """numba checks only a cached kernel's own file: a kernel that inlines a helper of
     kernels/primitives.py stayed cached after the helper changed and ran the old code (a benchmark

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import bpy  # noqa: F401 - marks these as add-on tests (run on every Blender line)
+import pytest
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 PRELUDE = r"""
 import sys, types  # cwd = tests/: `python -c` imports from it
@@ -132,6 +133,7 @@ def _run(script: str) -> subprocess.CompletedProcess:
                           text=True, cwd=TESTS)
 
 
+@pytest.mark.cold
 def test_warm_up_in_the_background_then_erode_compiles_nothing_more():
     run = _run(WARMUP)
     assert "WARMUP-OK" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import bpy  # noqa: F401 - marks these as add-on tests (run on every Blender line)
+import pytest
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 LOADS = r"""
 import json, sys
@@ -103,6 +104,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.cold
 def test_helpers_run_blenders_python_and_the_add_on_only_loads_their_kernels(tmp_path):
     run = subprocess.run([sys.executable, "-c", LOADS], capture_output=True, text=True,
                          cwd=TESTS, env=_env(tmp_path))
@@ -128,6 +130,7 @@ def test_the_threads_preference_and_busy_cores_cap_the_helpers(blender):
         assert te.data.warmup.helper_count(0, load=1.0) >= 2
 
 
+@pytest.mark.cold
 def test_helpers_end_at_once_when_blender_quits_mid_warm_up(tmp_path):
     if not Path("/proc/self/stat").exists():  # the check reads Linux's /proc
         import pytest
@@ -163,6 +166,7 @@ def test_helpers_end_at_once_when_blender_quits_mid_warm_up(tmp_path):
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.cold
 def test_disabling_the_add_on_mid_warm_up_ends_its_helpers(tmp_path):
     if not Path("/proc/self/stat").exists():
         import pytest

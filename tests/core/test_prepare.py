@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from simcore.cli.prepare import RIDGES, WRITE_BACK, steps
 from simcore.engine.simulation import PROCESSES
 from simcore.kernels.primitives import _first_above
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Prepare the jobs named on the command line (all: "*"), then run presets for real on a
 # 40x40 terrain with a painted protect mask and non-uniform rain; print what the runs
@@ -136,6 +137,7 @@ def _run_jobs(keys, helpers, cache, executable="") -> dict:
     return json.loads(line[0][4:])
 
 
+@pytest.mark.cold
 def test_helpers_compile_into_the_cache_and_this_process_only_loads(tmp_path):
     keys = [WRITE_BACK, "trees"]
     out = _run_jobs(keys, 2, tmp_path)
@@ -146,6 +148,7 @@ def test_helpers_compile_into_the_cache_and_this_process_only_loads(tmp_path):
     assert alone["ok"] and alone["done"] == keys and alone["misses"]
 
 
+@pytest.mark.cold
 def test_a_complete_run_marks_the_cache_so_the_next_starts_no_helpers(tmp_path):
     keys = [key for key, _, _ in steps()]
     assert _run_jobs([WRITE_BACK], 0, tmp_path)["cached"] is False, "not every job ran"
@@ -156,6 +159,7 @@ def test_a_complete_run_marks_the_cache_so_the_next_starts_no_helpers(tmp_path):
     assert again["ok"] and again["done"] == keys and again["misses"] == []
 
 
+@pytest.mark.cold
 def test_without_working_helpers_the_jobs_compile_here(tmp_path):
     keys = [WRITE_BACK, "trees"]
     for exe in ("/nonexistent/python", "/bin/false"):  # cannot start; exits at once

@@ -15,7 +15,7 @@ import pytest
 
 from tools.package import dump_toml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.blender
 PY_TAG = f"cp{sys.version_info[0]}{sys.version_info[1]}"
@@ -74,6 +74,7 @@ def test_manifest_writer_round_trips():
     assert tomllib.loads(dump_toml(data)) == data
 
 
+@pytest.mark.cold
 def test_built_zip_installs_enables_and_erodes_with_trees(tmp_path):
     dist = tmp_path / "dist"
     build = subprocess.run([sys.executable, "-m", "tools.package", "--platform", "linux-x64",
