@@ -16,7 +16,7 @@ fixed 4x4 brush): a different algorithm, so not equal work.
 Set ``BENCH_CALLGRIND=1`` to add instruction counts per step (valgrind callgrind,
 both built for haswell because valgrind has no AVX-512; slow: minutes).
 
-Resolution rows (the droplets' share of issue 26's growth per doubling): the 7.68 km
+Resolution rows (the droplets' share of the growth per doubling): the 7.68 km
 world of bench_resolution at 15, 7.5 (and, without ``--quick``, 3.75) m cells with the
 ``default`` preset's droplets, one thread, CPU time: steps per droplet, the brush and
 tent radii in cells, and ns per step twice, once with the six grids a step touches

@@ -196,19 +196,20 @@ def read_float_layer(me: bpy.types.Mesh, name: str, grid: Grid) -> np.ndarray | 
     return values[grid.order].reshape(grid.rows, grid.cols).astype(np.float64)
 
 
-def ensure_attribute(me: bpy.types.Mesh, name: str, data_type: str) -> bpy.types.Attribute:
-    """Our point attribute ``name`` of ``data_type`` (FLOAT or FLOAT_COLOR; BYTE_COLOR
-    when a snapshot of an older file puts one back), made if missing or of another
-    kind."""
+def ensure_attribute(me: bpy.types.Mesh, name: str, data_type: str,
+                     domain: str = 'POINT') -> bpy.types.Attribute:
+    """Our attribute ``name`` of ``data_type`` on ``domain`` (FLOAT, INT, FLOAT_VECTOR or
+    FLOAT_COLOR; BYTE_COLOR when a snapshot of an older file puts one back), made if
+    missing or of another kind."""
     attr = me.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
+    if attr is not None and (attr.data_type != data_type or attr.domain != domain):
         me.attributes.remove(attr)
         attr = None
     if attr is None:
         if data_type in ('FLOAT_COLOR', 'BYTE_COLOR'):
-            attr = me.color_attributes.new(name, data_type, 'POINT')
+            attr = me.color_attributes.new(name, data_type, domain)
         else:
-            attr = me.attributes.new(name, data_type, 'POINT')
+            attr = me.attributes.new(name, data_type, domain)
     return attr
 
 

@@ -14,21 +14,12 @@ import numpy as np
 from ..simcore.analysis.layers import tree_points
 from .compat import new_node_material, set_modifier_input
 from .grid import Grid, read_positions
+from .objects import child_object, remove_object
 from .scale import RealScale
 
 TREE_GROUP = "Terrain Erosion Trees"
 DEFAULT_TREE = "TE Default Tree"
 WATER_MATERIAL = "TE Water"
-
-
-def _child_object(terrain: bpy.types.Object, name: str) -> bpy.types.Object:
-    me = bpy.data.meshes.new(name)
-    obj = bpy.data.objects.new(name, me)
-    for coll in terrain.users_collection:
-        coll.objects.link(obj)
-    obj.parent = terrain
-    obj.matrix_parent_inverse.identity()
-    return obj
 
 
 def _set_vertices(me: bpy.types.Mesh, co: np.ndarray) -> None:
@@ -139,7 +130,7 @@ def set_trees(terrain: bpy.types.Object, co: np.ndarray, size: np.ndarray,
     s = terrain.terrain_erosion
     obj = s.trees_object
     if obj is None or obj.type != 'MESH':
-        obj = _child_object(terrain, f"{terrain.name} Trees")
+        obj = child_object(terrain, f"{terrain.name} Trees")
         s.trees_object = obj
     me = obj.data
     _set_vertices(me, co)
@@ -249,11 +240,3 @@ def set_water(obj: bpy.types.Object, co: np.ndarray, wet: np.ndarray) -> None:
     me.update()
 
 
-def remove_object(obj: bpy.types.Object | None) -> None:
-    """Delete an extra object and its mesh if nothing else uses it."""
-    if obj is None:
-        return
-    me = obj.data if obj.type == 'MESH' else None
-    bpy.data.objects.remove(obj)
-    if me is not None and me.users == 0:
-        bpy.data.meshes.remove(me)

@@ -20,6 +20,7 @@ from ..simcore.fileio import available_memory
 from ..simcore.terrain import Terrain, TerrainError
 from . import grid as gridio
 from . import instances, masks, writeback
+from .objects import remove_object
 
 #: a live run asks for the next frame no sooner than this many times the time Blender
 #: took after the last frame's writes (normals, redraw: about 0.7 s at 2048²), so
@@ -545,7 +546,7 @@ class ErosionJob:
             if before is None:  # made by this run: remove it
                 if current is not None:
                     setattr(settings, key, None)
-                    instances.remove_object(current)
+                    remove_object(current)
             elif not made_only and current is not None and current.session_uid == before[0]:
                 gridio.MeshSnapshot.restore_vertices(current.data, before[1])
 
@@ -652,7 +653,7 @@ def reset_to_original(obj: bpy.types.Object) -> bool:
     for key in ("trees_object", "water_object"):
         extra = getattr(obj.terrain_erosion, key)
         setattr(obj.terrain_erosion, key, None)
-        instances.remove_object(extra)
+        remove_object(extra)
     obj.terrain_erosion.rounds_done = 0
     obj.terrain_erosion.set_state_seed(-1)
     return True

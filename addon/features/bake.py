@@ -229,7 +229,7 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
     for name, values in arrays.items():
         kind, attr_name = fmt.split_layer(name) or ("", name)
         if kind == fmt.FLOAT_LAYER:
-            _ensure(me, attr_name, 'FLOAT').data.foreach_set("value", values)
+            gridio.ensure_attribute(me, attr_name, 'FLOAT').data.foreach_set("value", values)
         elif kind == fmt.GRAY_LAYER:
             rgba = _state.rgba.get(key)
             if rgba is None or len(rgba) != n:
@@ -238,9 +238,10 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
             rgba[:, 0] = values
             rgba[:, 1] = values
             rgba[:, 2] = values
-            _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", rgba.ravel())
+            gridio.ensure_attribute(me, attr_name, 'FLOAT_COLOR').data.foreach_set(
+                "color", rgba.ravel())
         elif kind == fmt.COLOR_LAYER:
-            _ensure(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", values)
+            gridio.ensure_attribute(me, attr_name, 'FLOAT_COLOR').data.foreach_set("color", values)
     me.update()
     s = obj.terrain_erosion
     if "trees_co" in arrays and s.trees_object is not None and s.trees_object.type == 'MESH':
@@ -252,7 +253,7 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
         wco[:, 2] = arrays["water_z"]
         water.data.attributes["position"].data.foreach_set("vector", wco.ravel())
         if "water_wet" in arrays:
-            _ensure(water.data, "te_wet", 'FLOAT').data.foreach_set(
+            gridio.ensure_attribute(water.data, "te_wet", 'FLOAT').data.foreach_set(
                 "value", arrays["water_wet"])
         water.data.update()
     last = _state.last_frame.get(obj.name, shown)
@@ -265,14 +266,6 @@ def apply_frame(obj: bpy.types.Object, frame: int, prefetch: bool = True) -> int
 
 #: the layers a frame may hold: ours, but the original heights (kept on the mesh)
 _BAKED_LAYERS = frozenset(gridio.OUR_ATTRIBUTES - {gridio.ORIGINAL_Z})
-
-
-def _ensure(me, name, data_type):
-    attr = me.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != 'POINT'):
-        me.attributes.remove(attr)
-        attr = None
-    return attr or me.attributes.new(name, data_type, 'POINT')
 
 
 # ------------------------------------------------------------------ bake / free
@@ -689,11 +682,11 @@ class TERRAIN_PT_bake(ErosionSubPanel, bpy.types.Panel):
 
 
 classes = (TERRAIN_PG_bake, TERRAIN_OT_bake, TERRAIN_OT_free_cache, TERRAIN_PT_bake)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Object.terrain_bake = bpy.props.PointerProperty(type=TERRAIN_PG_bake)
     bpy.app.handlers.frame_change_post.append(on_frame_change)
     bpy.app.handlers.load_post.append(_on_load)
@@ -709,5 +702,4 @@ def unregister() -> None:
         _state.pool.shutdown(wait=True, cancel_futures=True)
         _state.pool = None
     del bpy.types.Object.terrain_bake
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -69,14 +69,14 @@ def main(argv: list[str]) -> int:
 
 
 classes = (TERRAIN_PT_main,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 _handles: list = []
 
 
 def register(error: str) -> None:
     global _error
     _error = error
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     if hasattr(bpy.utils, "register_cli_command"):
         _handles.append(bpy.utils.register_cli_command("terrain_erosion", main))
 
@@ -84,5 +84,4 @@ def register(error: str) -> None:
 def unregister() -> None:
     while _handles:
         bpy.utils.unregister_cli_command(_handles.pop())
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

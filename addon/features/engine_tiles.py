@@ -175,15 +175,14 @@ def _menu_export(self, context):
 
 
 classes = (TERRAIN_OT_export_engine_tiles,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.TOPBAR_MT_file_export.append(_menu_export)
 
 
 def unregister() -> None:
     bpy.types.TOPBAR_MT_file_export.remove(_menu_export)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..data import grid as gridio
 from ..data.meshes import quad_mesh
+from ..data.objects import remove_object
 from ..data.package import FOLDER
 from ..data.scale import EXAGGERATION_RANGE, RealScale
 from ..simcore import __version__ as simcore_version
@@ -495,17 +496,9 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
         if real is not None:
             obj.terrain_erosion.real_size, obj.terrain_erosion.vertical_exaggeration = real
     except BaseException:
-        _remove_object(obj)
+        remove_object(obj)
         raise
     return obj
-
-
-def _remove_object(obj: bpy.types.Object) -> None:
-    """Remove an object this module made, and its mesh."""
-    me = obj.data
-    bpy.data.objects.remove(obj)
-    if me is not None and me.users == 0:
-        bpy.data.meshes.remove(me)
 
 
 def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
@@ -634,15 +627,14 @@ def _menu_import(self, context):
 
 
 classes = (TERRAIN_OT_export_maps, TERRAIN_OT_import_heightmap, TERRAIN_PT_export)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.TOPBAR_MT_file_import.append(_menu_import)
 
 
 def unregister() -> None:
     bpy.types.TOPBAR_MT_file_import.remove(_menu_import)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -61,11 +61,4 @@ class TERRAIN_PT_masks(ErosionSubPanel, bpy.types.Panel):
 classes = (TERRAIN_PT_masks,)
 
 
-def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

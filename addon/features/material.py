@@ -354,12 +354,5 @@ class TERRAIN_OT_apply_material(bpy.types.Operator):
 classes = (TERRAIN_OT_apply_material,)
 
 
-def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)
 

@@ -329,6 +329,7 @@ class TERRAIN_OT_preset_delete(bpy.types.Operator):
 classes = (TERRAIN_OT_erode, TERRAIN_OT_stop, TERRAIN_OT_step, TERRAIN_OT_reset,
            TERRAIN_OT_apply, TERRAIN_OT_preset_apply, TERRAIN_OT_preset_save,
            TERRAIN_OT_preset_delete)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 @bpy.app.handlers.persistent
@@ -358,8 +359,7 @@ _HANDLERS = (("load_pre", _forget_run_on_load), ("load_post", _forget_run_on_loa
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     for kind, fn in _HANDLERS:
         getattr(bpy.app.handlers, kind).append(fn)
 
@@ -371,5 +371,4 @@ def unregister() -> None:
         handlers = getattr(bpy.app.handlers, kind)
         while fn in handlers:
             handlers.remove(fn)
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

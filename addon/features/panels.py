@@ -147,11 +147,4 @@ def _process_panel(name: str) -> type[bpy.types.Panel]:
 classes = (TERRAIN_PT_main, *(_process_panel(n) for n in PROCESSES), TERRAIN_PT_output)
 
 
-def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -39,16 +39,15 @@ class TerrainErosionPreferences(bpy.types.AddonPreferences):
 
 
 classes = (TerrainErosionPreferences,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     prefs = preferences()
     if prefs is not None and prefs.threads > 0:  # 0: leave numba's default alone
         apply_thread_cap(prefs.threads)
 
 
 def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

@@ -104,14 +104,13 @@ class TERRAIN_PT_report(ErosionSubPanel, bpy.types.Panel):
 
 
 classes = (TERRAIN_OT_report, TERRAIN_PT_report)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
 
 
 def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()
     _reports.clear()

@@ -269,15 +269,14 @@ class TERRAIN_PT_ridges(ErosionTab, bpy.types.Panel):
 
 
 classes = (TERRAIN_PG_ridges, TERRAIN_OT_generate_ridges, TERRAIN_PT_ridges)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Scene.terrain_ridges = bpy.props.PointerProperty(type=TERRAIN_PG_ridges)
 
 
 def unregister() -> None:
     del bpy.types.Scene.terrain_ridges
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

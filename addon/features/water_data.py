@@ -27,6 +27,7 @@ import numpy as np
 from ..data import compat
 from ..data import grid as gridio
 from ..data.meshes import quad_mesh
+from ..data.objects import child_object, remove_object
 from ..simcore.algorithms.shore import shore_field
 from ..simcore.analysis.channels import lake_mesh, stream_polylines
 from ..simcore.errors import UserError
@@ -64,35 +65,6 @@ def _rasters(obj: bpy.types.Object):
     return g, z, stream, (np.zeros_like(z) if pool is None else np.maximum(pool, 0.0))
 
 
-def _ensure(me: bpy.types.Mesh, name: str, data_type: str, domain: str = 'POINT'):
-    attr = me.attributes.get(name)
-    if attr is not None and (attr.data_type != data_type or attr.domain != domain):
-        me.attributes.remove(attr)
-        attr = None
-    return attr or me.attributes.new(name, data_type, domain)
-
-
-def _child(terrain: bpy.types.Object, name: str, data) -> bpy.types.Object:
-    obj = bpy.data.objects.new(name, data)
-    for coll in terrain.users_collection:
-        coll.objects.link(obj)
-    obj.parent = terrain
-    obj.matrix_parent_inverse.identity()
-    return obj
-
-
-def _remove(obj: bpy.types.Object | None) -> None:
-    if obj is None:
-        return
-    data = obj.data
-    bpy.data.objects.remove(obj)
-    if data is not None and data.users == 0:
-        if isinstance(data, bpy.types.Mesh):
-            bpy.data.meshes.remove(data)
-        elif isinstance(data, bpy.types.Curve):
-            bpy.data.curves.remove(data)
-
-
 # ------------------------------------------------------------------ shore
 
 def write_shore(obj: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
@@ -112,7 +84,8 @@ def write_shore(obj: bpy.types.Object) -> tuple[np.ndarray, np.ndarray]:
         meshes.append(water.data)
     for me in meshes:
         gridio.write_float_layer(me, SHORE_DISTANCE, g, dist)
-        _ensure(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set("vector", vec.ravel())
+        gridio.ensure_attribute(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set(
+            "vector", vec.ravel())
         me.update()
     return dist, direction
 
@@ -157,9 +130,9 @@ def update_rivers(obj: bpy.types.Object, threshold: float = 0.5, min_points: int
         spline.points.foreach_set("co", co.ravel())
         spline.points.foreach_set("radius", flow.astype(np.float32))
     curve["te_threshold"] = float(threshold)
-    river = _child(obj, curve.name, curve)
+    river = child_object(obj, curve.name, curve)
     settings.rivers_object = river
-    _remove(old)
+    remove_object(old)
     return river
 
 
@@ -179,17 +152,19 @@ def update_lakes(obj: bpy.types.Object) -> bpy.types.Object:
     settings = obj.terrain_water
     old = settings.lakes_object
     me = quad_mesh(bpy.data.meshes.new(f"{obj.name} Lakes"), co, quads)
-    _ensure(me, "lake_id", 'INT', 'FACE').data.foreach_set("value", lake.astype(np.int32))
-    _ensure(me, SHORE_DISTANCE, 'FLOAT').data.foreach_set(
+    gridio.ensure_attribute(me, "lake_id", 'INT', 'FACE').data.foreach_set(
+        "value", lake.astype(np.int32))
+    gridio.ensure_attribute(me, SHORE_DISTANCE, 'FLOAT').data.foreach_set(
         "value", dist[r, c].astype(np.float32))
     vec = np.zeros((len(cells), 3), np.float32)
     vec[:, :2] = direction[r, c]
-    _ensure(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set("vector", vec.ravel())
+    gridio.ensure_attribute(me, SHORE_DIRECTION, 'FLOAT_VECTOR').data.foreach_set(
+        "vector", vec.ravel())
     me.materials.append(waves_material(g.cell_size))
     me.update()
-    lakes = _child(obj, me.name, me)
+    lakes = child_object(obj, me.name, me)
     settings.lakes_object = lakes
-    _remove(old)
+    remove_object(old)
     return lakes
 
 
@@ -388,15 +363,14 @@ class TERRAIN_PT_water_data(ErosionSubPanel, bpy.types.Panel):
 
 
 classes = (TERRAIN_PG_water, TERRAIN_OT_water_data, TERRAIN_PT_water_data)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Object.terrain_water = bpy.props.PointerProperty(type=TERRAIN_PG_water)
 
 
 def unregister() -> None:
     del bpy.types.Object.terrain_water
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

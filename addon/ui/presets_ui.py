@@ -88,11 +88,4 @@ class TERRAIN_MT_presets(bpy.types.Menu):
 classes = (TERRAIN_MT_presets,)
 
 
-def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister() -> None:
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

@@ -291,11 +291,11 @@ class TERRAIN_PG_runtime(bpy.types.PropertyGroup):
 
 
 classes = (*PROCESS_GROUPS.values(), TERRAIN_PG_settings, TERRAIN_PG_runtime)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Object.terrain_erosion = bpy.props.PointerProperty(type=TERRAIN_PG_settings)
     bpy.types.WindowManager.terrain_erosion = bpy.props.PointerProperty(
         type=TERRAIN_PG_runtime)
@@ -304,5 +304,4 @@ def register() -> None:
 def unregister() -> None:
     del bpy.types.WindowManager.terrain_erosion
     del bpy.types.Object.terrain_erosion
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()

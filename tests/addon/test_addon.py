@@ -663,7 +663,7 @@ def test_a_rain_per_area_that_would_run_for_days_is_a_message_not_a_hang(blender
         te.data.job.ErosionJob(obj)
 
 
-# -- rain per area (issue: presets give work per area, tuned for 30 m cells) -------------
+# -- rain per area (presets give work per area, tuned for 30 m cells) --------------------
 def _target(obj) -> int:
     """Particles the next run on ``obj`` will do (whole batches)."""
     return te.data.job.ErosionJob(obj).sim.target_particles

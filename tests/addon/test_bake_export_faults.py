@@ -123,7 +123,7 @@ def rebake(obj):
 
 def test_rebake_with_a_full_disk_at_every_file_keeps_the_previous_bake(blender, tmp_path,
                                                                        monkeypatch):
-    """Issue 28, worst case 1: the old cache was deleted before the first new frame."""
+    """Worst case 1: the old cache was deleted before the first new frame."""
     obj, folder = first_bake(tmp_path)
     files, record = tree(folder), scene_record(obj)
     for k in range(20):
@@ -274,7 +274,7 @@ def test_a_bake_killed_mid_way_keeps_the_previous_bake(blender, tmp_path):
 # ------------------------------------------------------------------ a folder not ours
 
 def test_bake_refuses_a_cache_folder_with_files_it_did_not_write(blender, tmp_path):
-    """Issue 28, worst case 2: every frame_*.npz and cache.json there was deleted."""
+    """Worst case 2: every frame_*.npz and cache.json there was deleted."""
     obj = saved_terrain(tmp_path)
     record = scene_record(obj)
     foreign = tmp_path / "someone_elses"
@@ -363,7 +363,7 @@ def exported(blender, tmp_path):
 
 def test_reexport_with_a_full_disk_at_every_file_keeps_the_previous_set(
         exported, monkeypatch):
-    """Issue 28, worst case 3: half new maps, half old ones plus the old sidecar."""
+    """Worst case 3: half new maps, half old ones plus the old sidecar."""
     obj, out = exported
     files, mesh = tree(out), mesh_state(obj.data)
     count = len(files) - 1  # every map, rivers, lakes, sidecar (not readme.txt)
@@ -699,7 +699,7 @@ def _save_rgba(path: Path, rgba: np.ndarray, mode: str) -> None:
 @pytest.mark.parametrize("suffix", [".png", ".exr"])
 @pytest.mark.parametrize("mode", ["RGB", "RGBA"])
 def test_a_colour_heightmap_is_refused(blender, tmp_path, suffix, mode):
-    """Issue 28: an RGBA heightmap imported its red channel without a word."""
+    """An RGBA heightmap imported its red channel without a word."""
     rng = np.random.default_rng(1)
     rgba = rng.random((6, 7, 4))
     rgba[..., 3] = 1.0
@@ -743,7 +743,7 @@ def test_a_gray_heightmap_stored_as_colour_imports(blender, tmp_path, suffix, mo
 
 
 def test_only_the_addons_own_float_layers_are_exported(blender, tmp_path, capfd):
-    """Issue 28: a user float attribute named like one of ours was exported as ours."""
+    """A user float attribute named like one of ours was exported as ours."""
     obj = add_grid(bpy, n=12, size=2.0, relief=1.0, name="Mixed")
     me = obj.data
     g = te.data.grid.detect_grid(me)

@@ -616,7 +616,7 @@ def test_a_run_that_would_not_fit_in_memory_is_refused_and_changes_nothing(
 @pytest.mark.parametrize("background", [False, True])
 def test_undo_during_a_live_run_ends_it_with_the_bookkeeping_of_the_mesh(blender,
                                                                         background):
-    """Issue 28, worst case 4: Edit > Undo from the menu (Ctrl+Z is swallowed by the
+    """Worst case 4: Edit > Undo from the menu (Ctrl+Z is swallowed by the
     modal Erode) put the mesh back but the run went on, then kept its round count."""
     obj = add_grid(bpy, n=24, name="Hills")
     bpy.ops.ed.undo_push(message="grid")
@@ -683,7 +683,7 @@ def _whole_rounds(preset: str, rounds: int) -> int:
 
 @pytest.mark.parametrize("preset", ["droplets_only", "rivers_and_lakes"])
 def test_erode_after_erode_equals_one_uninterrupted_run_bit_for_bit(blender, preset):
-    """Issue 28: a run resumed from the float32 layers differed (by up to 8% of the
+    """A run resumed from the float32 layers differed (by up to 8% of the
     relief at single vertices: rounding changes where later droplets go). The next run
     now continues from the last run's full-precision state while the mesh holds exactly
     what that run wrote."""

@@ -157,7 +157,7 @@ def test_water_surface_object_gets_the_shore_attributes_too(blender, tmp_path):
 @pytest.mark.parametrize("layer", ["te_pool_depth", "te_stream"])
 @pytest.mark.parametrize("bad", [np.inf, np.nan])
 def test_non_finite_layers_are_refused_not_made_into_infinite_meshes(blender, layer, bad):
-    """Issue 28: an infinite pool depth made a Lakes mesh with infinite vertices."""
+    """An infinite pool depth made a Lakes mesh with infinite vertices."""
     obj, g, *_ = valley_and_lake()
     values = te.data.grid.read_float_layer(obj.data, layer, g)
     values[8, 20] = bad  # in the lake

@@ -205,6 +205,37 @@ def test_a_new_process_is_named_in_its_descriptor_only(monkeypatch, tmp_path):
     assert meta["processes"]["glacial"]["snowfall"] == 0.5
 
 
+def test_a_new_process_runs_in_a_tiled_world_with_no_other_edit(monkeypatch, tmp_path):
+    """The same descriptor in a 2x2 tiled run (simcore/distributed/tiles.py reads what
+    runs where from the descriptors): every tile lays down its ice, the blend keeps it
+    where the tiles overlap, and the store holds the new array."""
+    pytest.importorskip("distributed")
+    pytest.importorskip("zarr")
+    from distributed import Client
+
+    from simcore.distributed import tiles
+    from simcore.formats.presets import Preset
+
+    monkeypatch.setitem(PROCESSES, "glacial", GLACIAL)
+    monkeypatch.setitem(FIELDS, "ice", GLACIAL.fields[0])
+    params = process_params("glacial", {"snowfall": 0.25})
+    preset = Preset("dry run", seed=4, particles=3, params={"glacial": params},
+                    enabled={"glacial": True})
+    z = np.add.outer(np.arange(80.0), np.arange(72.0)) * 0.1
+    # in this process (the monkeypatched registry is this process's): threads, no workers
+    with Client(processes=False, n_workers=1, threads_per_worker=1,
+                dashboard_address=None) as client:
+        info = tiles.run_world(Terrain.from_heights(z, 30.0), preset, tmp_path / "w.zarr",
+                               client, (2, 2), margin=32, quiet=True)
+    assert info["rounds"] == 3 and set(info["detail"]) == {"glacial"}
+    world, _ = tiles.load_world(tmp_path / "w.zarr")
+    assert world.shape == (80, 72)
+    np.testing.assert_allclose(world.ice, 3 * 0.25, rtol=0, atol=1e-12)
+    # the ground is untouched: the blend of equal tiles gives it back (to rounding)
+    np.testing.assert_allclose(world.bedrock, Terrain.from_heights(z, 30.0).bedrock,
+                               rtol=0, atol=1e-12)
+
+
 def test_operators_report_user_errors_through_one_boundary():
     """``except UserError as exc: self.report({'ERROR'}, str(exc))`` lives in
     addon/ui/boundary.py only: every operator catches the same errors and reports them the

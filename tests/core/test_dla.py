@@ -381,7 +381,7 @@ def test_ridges_eroded_preset_raises_ridges_then_erodes(tmp_path):
 
 
 def test_ridges_eroded_leaves_land_not_spikes():
-    """Issue 15 item 4: the chained preset on its own ridges (10.24 km at 40 m cells,
+    """The chained preset on its own ridges (10.24 km at 40 m cells,
     the preset's full rain per area) keeps <= 10% of cells above 45 degrees and at most
     1.5x the local maxima of the un-eroded ridges, and really erodes them."""
     from simcore.analysis import landforms

@@ -17,7 +17,7 @@ from simcore.terrain import Terrain
 
 
 def old_blur(change, passes):
-    """The blur before issue 23: ``passes`` 3x3 binomial passes over the whole grid,
+    """The blur of the article: ``passes`` 3x3 binomial passes over the whole grid,
     what would leave folding back onto the edge cells."""
     rows, cols = change.shape
     for _ in range(passes):
@@ -240,8 +240,8 @@ def test_the_preset_table_books_mass_and_repeats_itself():
 
 def test_a_snowball_at_the_maps_edge_takes_its_load_off_the_map():
     """On a plane tilted toward +x with no deposition, every snowball runs off: what it
-    dug is the outflow, and nothing is laid down (before issue 23 a snowball whose
-    read-out point left the grid dropped its load at the edge: a rim of deposits)."""
+    dug is the outflow, and nothing is laid down (a snowball that
+    dropped its load when its read-out point left the grid would leave a rim of deposits)."""
     x = np.arange(40.0)
     plane = np.tile(-0.3 * x * 15.0, (30, 1))
     t = Terrain.from_heights(plane, 15.0)
@@ -272,7 +272,7 @@ def test_snowballs_alone_dig_no_runaway_pits():
 
 @pytest.mark.parametrize("cell", [15.0, 7.5])
 def test_the_same_valleys_at_two_resolutions(cell):
-    """Issue 23: snowball_preview's snowball table alone on one world at cells of 2*cell
+    """snowball_preview's snowball table alone on one world at cells of 2*cell
     and cell (the 3.84 km and 1.92 km uplands of test_landforms), at the preset's rain
     per area: the height changes agree after block-averaging (r >= 0.9; measured 0.95 /
     0.94) and so does the volume taken (within 20%; 0.95 / 0.98). The seed's bilinear
