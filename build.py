@@ -186,7 +186,7 @@ tests of each line; fails if anything failed anywhere.
                 (.venv) runs every test but the long physics runs and the ones that
                 compile the core from an empty cache (-m "not slow and not cold");
                 every other line runs the add-on tests marked `compat` (the ones that
-                touch what differs between Blender lines: -m "blender and compat")
+                touch what differs between Blender lines) but the cold ones
   --full        everything: every test on the 5.0 line, every add-on test (-m blender)
                 on every other line. What CI runs; every physics test is here.
   --fast        the inner loop: lint + the 5.0 line's part of the everyday lane
@@ -242,7 +242,7 @@ def test(argv: list[str]) -> int:
         elif full:
             what, marks = "add-on tests (-m blender)", ["-m", "blender"]
         else:
-            what, marks = "add-on compat subset", ["-m", "blender and compat"]
+            what, marks = "add-on compat subset", ["-m", "blender and compat and not cold"]
         _say(f"pytest, Blender {line.name} ({line.venv.name}): {what}")
         junit = results / f"bpy{line.name.replace('.', '')}.xml"
         junit.unlink(missing_ok=True)
