@@ -11,7 +11,7 @@ A generated upland world of SIZE x SIZE 30 m cells, eroded with the default pres
 Run: ``python -m benchmarks.bench_tiles --size 1024 --tiles 2`` (``build.py bench`` runs
 it at 256, 2x2, with --quick at 128); ``--input world.npy --cell-size C`` for a given
 world, ``--seams`` for the figures against the same pipeline on one tile (Δh r, the
-steps across every border as tests/test_tiles.py asserts them, ``--picture``), and
+steps across every border as tests/core/test_tiles.py asserts them, ``--picture``), and
 ``--other-seed N`` to erode again with seed N (how closely two plain runs agree),
 ``--keep DIR`` to keep the stores, and ``--scenario NAME`` for the runs docs/tiles.md
 reports (SCENARIOS). Wall times on a shared machine are noisy.
@@ -123,7 +123,7 @@ def seam_figures(src: str, one: str, tiled: str) -> dict:
     same world, and the
     height steps across each tile border (p95, p99, max, mean and the mean on the lines
     beside it; the same lines of the one-tile run beside them) against the interior's
-    p99 and max (world units): the figures tests/test_tiles.py asserts on."""
+    p99 and max (world units): the figures tests/core/test_tiles.py asserts on."""
     import numpy as np
     import zarr
 

@@ -315,7 +315,7 @@ def downsample_blocks(arr, f: int, block: tuple[int, int]) -> np.ndarray:
     """``_downsample(arr, f)`` of a 2-D array-like (a Zarr array, a memory map) read
     window by window: ``block`` coarse cells a side at a time (one tile core's worth),
     so only one window of the fine map is ever in memory. The same numbers, bit for
-    bit, as the whole map's (tests/test_tiles.py)."""
+    bit, as the whole map's (tests/core/test_tiles.py)."""
     rows, cols = arr.shape
     out = np.empty((math.ceil(rows / f), math.ceil(cols / f)))
     for ra, rb in _coarse_ranges(out.shape[0], block[0]):

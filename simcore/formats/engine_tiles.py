@@ -89,7 +89,7 @@ def check_size(engine: str, size: int) -> int:
 
 
 @dataclass
-class Plan:
+class Tiling:
     """How a (rows, cols) map becomes tiles: the grid it is resampled to (or not)."""
 
     engine: str
@@ -111,7 +111,7 @@ class Plan:
 
 
 def plan(engine: str, size: int, shape: tuple[int, int],
-         tiles: tuple[int, int] | None = None) -> Plan:
+         tiles: tuple[int, int] | None = None) -> Tiling:
     """The tiles for a map of ``shape`` (rows, cols): ``tiles`` (x, y) when given (0 on
     an axis: automatic there), else as many as cover the map without losing detail
     (ceil((n - 1) / (size - 1)) per axis, at least 1). A map smaller than one tile is
@@ -126,7 +126,7 @@ def plan(engine: str, size: int, shape: tuple[int, int],
     tx, ty = auto if tiles is None else (tiles[0] or auto[0], tiles[1] or auto[1])
     if not (1 <= tx <= MAX_TILES and 1 <= ty <= MAX_TILES):
         raise EngineTilesError(f"{tx}x{ty} tiles: use 1 to {MAX_TILES} tiles per axis")
-    p = Plan(engine, size, tx, ty, (rows, cols))
+    p = Tiling(engine, size, tx, ty, (rows, cols))
     out_rows, out_cols = p.shape
     up = max((out_rows - 1) / (rows - 1), (out_cols - 1) / (cols - 1))
     if up > 2.0:
@@ -293,7 +293,7 @@ def _make_folder(folder: Path) -> None:
         raise OutputPathError(describe_os_error(exc, folder)) from None
 
 
-def _write_set(out: Path, name: str, p: Plan, heights: np.ndarray,
+def _write_set(out: Path, name: str, p: Tiling, heights: np.ndarray,
                cell: tuple[float, float], layers: dict[str, np.ndarray],
                fractions: tuple[str, ...], formats: tuple[str, ...], layer_bits: int,
                origin: tuple[float, float], facts: dict) -> tuple[list[str], dict]:
@@ -406,7 +406,7 @@ def _unreal_z_scale(span: float) -> float:
     return 128.0 * span * 100.0 / 65535.0 if span > 0 else 100.0
 
 
-def _location(p: Plan, i: int, y: int, cx: float, cy: float, lo: float,
+def _location(p: Tiling, i: int, y: int, cx: float, cy: float, lo: float,
               span: float) -> dict:
     q = p.size - 1
     if p.engine == "unreal":
@@ -416,7 +416,7 @@ def _location(p: Plan, i: int, y: int, cx: float, cy: float, lo: float,
     return {"units": "m", "x": i * q * cx, "y": lo, "z": y * q * cy}
 
 
-def _engine_settings(p: Plan, cx: float, cy: float, lo: float, span: float) -> dict:
+def _engine_settings(p: Tiling, cx: float, cy: float, lo: float, span: float) -> dict:
     q = p.size - 1
     if p.engine == "unreal":
         z = _unreal_z_scale(span)

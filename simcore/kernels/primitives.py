@@ -3,7 +3,7 @@
 Every change of bedrock, sediment and the eroded/deposited records made by a process
 goes through :func:`transfer` (directly or through :func:`exchange`, :func:`take`,
 :func:`put_at` and the ``put*`` helpers), so mass bookkeeping is written, and tested,
-once (tests/test_contract.py).
+once (tests/core/test_contract.py).
 
 Random numbers are counter based: every particle gets its own stream from
 ``(seed, stream id, particle index)``, so a result never depends on how the work

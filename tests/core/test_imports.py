@@ -98,7 +98,7 @@ def _layer(module: str, layers) -> int:
             if module == folder or (p.endswith(".*") and module.startswith(folder + ".")):
                 rank = i
     if rank is None:
-        raise AssertionError(f"{module} is in no layer of tests/test_imports.py: add its "
+        raise AssertionError(f"{module} is in no layer of tests/core/test_imports.py: add its "
                              "folder to a layer (and to docs/architecture.md)")
     return rank
 

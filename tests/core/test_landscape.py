@@ -1,7 +1,7 @@
 """Landscape evolution (simcore/processes/landscape.py): steady state, concavity,
 drained land with lakes at their spill levels, books, age, resolution, bad input.
 The contract every process keeps (mass, determinism at any thread count, protect,
-untouched arrays) is tests/test_contract.py."""
+untouched arrays) is tests/core/test_contract.py."""
 
 from __future__ import annotations
 
