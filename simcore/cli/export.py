@@ -40,35 +40,14 @@ def save_exr(out: Path, terrain, meta: dict, oiio) -> None:
     from .. import __version__
     from ..analysis.layers import exported_maps
     from ..formats import exr
-    from ..formats.presets import REAL_SIZE_KEY
-    from ..formats.sidecar import IMAGE_ROWS
+    from ..formats.sidecar import state_header
 
-    cell = float(terrain.cell_size)
-    rows, cols = terrain.shape
-    maps = exported_maps(terrain, cell, meta.get("processes") or None)
+    maps = exported_maps(terrain, float(terrain.cell_size), meta.get("processes") or None)
     h = maps["height"]
-    extent = (max(rows, cols) - 1) * cell
-    facts = {
-        **{k: v for k, v in meta.items() if k not in ("units", "cell_size")},
-        "simcore_version": __version__,
-        "rows": rows, "cols": cols,
-        "cell_size_x": cell, "cell_size_y": cell,
-        "units": "world units (the CLI's): heights and lengths as world units, "
-                 "0..1 maps as they are; a Blender import takes them as local units",
-        "height_min": float(h.min()), "height_max": float(h.max()),
-        "height_scale": float(h.max() - h.min()),
-        "vertical_exaggeration": 1.0,
-        "image_rows": IMAGE_ROWS,
-        "multilayer_exr": {
-            "channels": list(maps),
-            "decode": "one 32-bit float channel per map, named as the add-on's float "
-                      "layer without 'te_' (EXR lists them alphabetically): lengths in "
-                      "world units",
-            "row_order": exr.ROW_ORDER},
-    }
-    if REAL_SIZE_KEY[1] <= extent <= REAL_SIZE_KEY[2]:
-        # the world the run used, 1:1: eroding the import in Blender goes on in it
-        facts["real_size"] = extent
+    facts = state_header(meta, simcore_version=__version__, shape=terrain.shape,
+                         cell_size=terrain.cell_size, channels=list(maps),
+                         height_min=float(h.min()), height_max=float(h.max()),
+                         row_order=exr.ROW_ORDER)
     exr.write(out, maps, facts, oiio)
 
 

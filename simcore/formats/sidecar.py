@@ -161,6 +161,40 @@ def build(facts: Facts, *, addon_version: str, simcore_version: str, object_name
     return sidecar
 
 
+def state_header(meta: dict, *, simcore_version: str, shape: tuple[int, int],
+                 cell_size: float, channels: list[str], height_min: float,
+                 height_max: float, row_order: str) -> dict:
+    """The facts a multi-layer EXR of a state (``python -m simcore export``) holds in
+    its header, under the sidecar's keys: the run's metadata, the grid, world units
+    taken 1:1 (an import in Blender takes them as local units and, when the extent is a
+    real size, as that real size), the height range and the channels."""
+    rows, cols = shape
+    cell = float(cell_size)
+    extent = (max(rows, cols) - 1) * cell
+    facts = {
+        **{k: v for k, v in meta.items() if k not in ("units", "cell_size")},
+        "simcore_version": simcore_version,
+        "rows": rows, "cols": cols,
+        "cell_size_x": cell, "cell_size_y": cell,
+        "units": "world units (the CLI's): heights and lengths as world units, "
+                 "0..1 maps as they are; a Blender import takes them as local units",
+        "height_min": float(height_min), "height_max": float(height_max),
+        "height_scale": float(height_max - height_min),
+        "vertical_exaggeration": 1.0,
+        "image_rows": IMAGE_ROWS,
+        "multilayer_exr": {
+            "channels": list(channels),
+            "decode": "one 32-bit float channel per map, named as the add-on's float "
+                      "layer without 'te_' (EXR lists them alphabetically): lengths in "
+                      "world units",
+            "row_order": row_order},
+    }
+    if MIN_REAL_SIZE <= extent <= MAX_REAL_SIZE:
+        # the world the run used, 1:1: eroding the import in Blender goes on in it
+        facts["real_size"] = extent
+    return facts
+
+
 def header_facts(sidecar: dict) -> dict:
     """The entries a multi-layer EXR's header repeats."""
     return {k: v for k, v in sidecar.items() if k not in NOT_IN_HEADER}
