@@ -57,6 +57,7 @@ import json, os, sys, time
 from pathlib import Path
 import bpy
 from blender_helpers import staged_addon
+sys.path.insert(0, "addon")  # cwd = tests/: this module's folder
 from test_warmup import _children
 te = staged_addon()
 bpy.ops.wm.read_factory_settings(use_empty=True)
