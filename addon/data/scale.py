@@ -11,9 +11,12 @@ tuned in metres (30 m cells, valleys hundreds of metres deep). So each object ha
 - scale ``s = real_size / L`` (metres per local unit): the simulation runs on world
   cells of ``cell * s`` metres and world heights ``z * s / vertical_exaggeration``;
   its results come back as local height = world height * vertical_exaggeration / s;
-- **automatic** (real size 0, the default): an object at least
-  :data:`AUTO_TAKEN_AS_METRES` local units across is taken as it is (1 unit = 1 m,
-  ``s = 1``); a smaller one is treated as :data:`AUTO_REAL_SIZE` metres across.
+- **automatic** (real size 0, the default): every object, whatever its size, is
+  treated as :data:`AUTO_REAL_SIZE` metres across, the world the shipped presets are
+  made for. Their processes are not scale-free (rain per km², brush radii in metres,
+  uplift in m/yr against river incision that grows with the catchments), so one
+  reference world is what makes a preset change a 1 m and a 100 km object alike. The
+  literal size (1 unit = 1 m) is a Real Size equal to the object's extent.
 
 In simcore's cell units (heights / cell size) only the exaggeration matters:
 ``z_world / cell_world = z / (vertical_exaggeration * cell)``; what ``s`` changes is the
@@ -31,10 +34,11 @@ import math
 from ..simcore.formats.presets import REAL_SIZE_KEY
 from ..simcore.params import ParameterError
 
-#: metres (local units) from which the automatic rule takes an object as it is
-AUTO_TAKEN_AS_METRES = 1000.0
-#: metres across that a smaller object stands for under the automatic rule
+#: metres across that any object stands for under the automatic rule
 AUTO_REAL_SIZE = 5000.0
+#: local units across from which the status line names the literal Real Size (an
+#: object that big was likely modelled in metres)
+LITERAL_HINT_FROM = 1000.0
 #: real sizes other than 0 (metres; as in presets, and as the CLI's --extent) and the
 #: range of the vertical exaggeration
 MIN_REAL_SIZE, MAX_REAL_SIZE = REAL_SIZE_KEY[1:3]
@@ -71,10 +75,9 @@ class RealScale:
             raise ParameterError(f"Vertical Exaggeration must be from {lo:g} to {hi:g} "
                                  f"(1: true to scale), got {exaggeration:g}")
         cells = max(rows, cols) - 1
-        extent = cells * local_cell
         automatic = real_size == 0.0
         if automatic:
-            real_size = extent if extent >= AUTO_TAKEN_AS_METRES else AUTO_REAL_SIZE
+            real_size = AUTO_REAL_SIZE
         world_cell = real_size / cells
         # a real size equal to the extent (to the single precision Blender stores it
         # in) is exactly 1:1: the simulation sees the object's own numbers
@@ -122,10 +125,16 @@ class RealScale:
             text += f", heights exaggerated x{self.exaggeration:.4g}"
         if not self.automatic:
             return text + " (Real Size)"
-        if self.s == 1.0:
-            least = format_length(AUTO_TAKEN_AS_METRES)
-            return text + f" (automatic: 1 unit = 1 m from {least} up; set Real Size to change)"
+        if self.s != 1.0 and self.local_extent >= LITERAL_HINT_FROM:
+            return text + (f" (automatic: set Real Size to change, "
+                           f"{literal_size(self.local_extent)} for 1 unit = 1 m)")
         return text + " (automatic: set Real Size to change)"
+
+
+def literal_size(extent: float) -> str:
+    """The Real Size that takes an object ``extent`` local units across literally, as
+    it would be typed: 7680, 2.5."""
+    return f"{extent:.6g}"
 
 
 def format_length(metres: float) -> str:

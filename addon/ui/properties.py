@@ -138,8 +138,9 @@ def _settings_annotations() -> dict:
             precision=1, step=100_000,
             description="Metres the grid spans along its longer side in the real world; "
                         "the simulation runs at this size and the result is scaled back "
-                        "to the object. 0: automatic (an object 1000 units or more "
-                        "across is taken as metres, a smaller one as 5 km)"),
+                        "to the object. 0: automatic (any object is treated as 5 km, "
+                        "the presets' world; its own width in units takes it as "
+                        "1 unit = 1 m)"),
         "vertical_exaggeration": bpy.props.FloatProperty(
             name="Vertical Exaggeration", default=1.0, min=EXAGGERATION_RANGE[0],
             max=EXAGGERATION_RANGE[1], soft_min=0.1, soft_max=10.0, precision=2,

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from ..kernels import numba_cache  # noqa: F401 - a failing cache write is a warning
-from ..kernels.primitives import sample_bilinear
+from ..kernels.sampling import sample_bilinear
 from ..processes import FIELDS, PROCESSES
 
 #: Pool depth (cell units) above which a cell counts as wet (lakes, the sea, te_wet).

@@ -55,6 +55,7 @@ import numpy as np
 from ..errors import OutputPathError, UserError
 from ..fileio import make_folder
 from ..formats import images
+from ..kernels.sampling import centre_positions, sample_lattice
 
 #: side of a world block of particle starts, in squares (cells), for a margin of 64
 #: (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
@@ -332,21 +333,8 @@ def _upsample(a, f: int, shape: tuple[int, int], rows: tuple[int, int] | None = 
     ``cols`` (fine, end exclusive): that window of the ``shape`` result only, reading
     only the coarse cells it needs from ``a`` (an array or a Zarr array); every cell
     the same number as in the whole result."""
-    def axis(n_fine, n_coarse, span):
-        lo, hi = span if span is not None else (0, n_fine)
-        x = (np.arange(n_fine)[lo:hi] - (f - 1) / 2.0) / f
-        x = np.clip(x, 0, n_coarse - 1)
-        i0 = np.minimum(np.floor(x).astype(np.int64), n_coarse - 1)
-        i1 = np.minimum(i0 + 1, n_coarse - 1)
-        return i0, i1, x - i0
-    r0, r1, fr = axis(shape[0], a.shape[0], rows)
-    c0, c1, fc = axis(shape[1], a.shape[1], cols)
-    ra, rb, ca, cb = int(r0.min()), int(r1.max()) + 1, int(c0.min()), int(c1.max()) + 1
-    a = np.asarray(a[ra:rb, ca:cb], dtype=np.float64)
-    r0, r1, c0, c1 = r0 - ra, r1 - ra, c0 - ca, c1 - ca
-    top = a[r0][:, c0] * (1 - fc) + a[r0][:, c1] * fc
-    bot = a[r1][:, c0] * (1 - fc) + a[r1][:, c1] * fc
-    return top * (1 - fr)[:, None] + bot * fr[:, None]
+    return sample_lattice(a, centre_positions(shape[0], f, rows),
+                          centre_positions(shape[1], f, cols))
 
 
 def _simulation(terrain, params: dict, seed: int, rounds: int):
@@ -463,46 +451,13 @@ def map_processes(names) -> set[str]:
     return {n for n in names if PROCESSES[n].reach == "map"}
 
 
-def _particle_batch(name: str, terrain, params, seed: int, first: int, count: int,
-                    height: np.ndarray, cdf: np.ndarray, world_shape) -> int:
-    from ..processes import PROCESSES
-    process = PROCESSES[name]
-    extra = {"world_shape": world_shape} if process.world_shape_arg else {}
-    return process.run_batch(terrain, params, seed & _M64, first, count, height, cdf,
-                             **extra)
-
-
-def run_tile(store: str, i: int, j: int) -> str:
-    """Stage 2 (a task): tile (i, j)'s detail processes on its extent of the base,
-    written to its own chunks of ``work/raw``."""
-    from ..engine.simulation import process_params, protect_begin, protect_end, protect_sources
-    from ..processes import PROCESSES
-    zarr = _zarr()
-    root = zarr.open_group(store, mode="r+")
-    a = dict(root.attrs)
-    plan = Plan.of(a)
-    (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
-    terrain = base_window(root, a, (r0, r1), (c0, c1))
-    detail = {n: process_params(n, v) for n, v in a["detail"].items()}
-    seed, rounds = int(a["seed"]), int(a["rounds"])
-    weights = np.asarray(root["work/block_weights"][...])
+def _tile_blocks(plan: Plan, block: int, extent: tuple[tuple[int, int], tuple[int, int]]
+                 ) -> list[tuple[int, int, tuple[int, int], tuple[int, int]]]:
+    """The world blocks of particle starts wholly inside a tile's ``extent`` (squares
+    r0 .. r1 - 2): (bi, bj, its squares' rows and columns in the tile)."""
+    (r0, r1), (c0, c1) = extent
     world_shape = plan.shape
-    tile_area = (r1 - r0) * (c1 - c0) / float(world_shape[0] * world_shape[1])
-    run = {}
-    for n, p in detail.items():
-        if PROCESSES[n].per_rain is not None:
-            p = PROCESSES[n].per_rain(p, float(a["rain_share"]))
-        if PROCESSES[n].per_area is not None:  # work per map: the tile's share of it
-            p = PROCESSES[n].per_area(p, tile_area)
-        run[n] = p
-    height = terrain.height()
-    before = np.empty_like(height)
-    for n in run:
-        terrain.changes[n] = np.zeros_like(height)
-    w_tile = square_weights(terrain.rain)
-    # the world blocks wholly inside this extent (squares r0 .. r1-2)
     blocks = []
-    block = int(a["block"])
     for bi, (sa, sb) in enumerate(_block_ranges(world_shape[0] - 1, block)):
         if sa < r0 or sb > r1 - 1:
             continue
@@ -510,34 +465,71 @@ def run_tile(store: str, i: int, j: int) -> str:
             if ta < c0 or tb > c1 - 1:
                 continue
             blocks.append((bi, bj, (sa - r0, sb - r0), (ta - c0, tb - c0)))
+    return blocks
+
+
+def _tile_batches(terrain, plan: Plan, seed: int, tile: tuple[int, int], blocks,
+                  weights: np.ndarray):
+    """The simulation's batch runner on tile ``tile``: a process with keyed starts
+    runs each world block's share of the particles from the block's own seed (so a
+    particle starts where it would in the one-tile world, whichever tile runs it); a
+    process with work per area (trees) from the tile's seed; any other from the run's."""
+    from ..processes import PROCESSES
+    cdfs = BlockCdfs(square_weights(terrain.rain))
+
+    def run(name: str, params, first: int, count: int, height: np.ndarray) -> int:
+        process = PROCESSES[name]
+        if not process.keyed_starts:
+            s = tile_seed(seed, *tile) if process.per_area is not None else seed
+            return process.run_batch(terrain, params, s, first, count, height, np.empty(0))
+        batch = int(params.batch)
+        ra, rb = first // batch, (first + count) // batch
+        extra = {"world_shape": plan.shape} if process.world_shape_arg else {}
+        steps = 0
+        for bi, bj, sr, sc in blocks:
+            start, n = block_counts(weights, bi, bj, batch, ra, rb)
+            if n > 0:
+                steps += process.run_batch(terrain, params, block_seed(seed, bi, bj) & _M64,
+                                           start, n, height, cdfs.cdf(sr, sc), **extra)
+        return steps
+
+    return run
+
+
+def run_tile(store: str, i: int, j: int) -> str:
+    """Stage 2 (a task): tile (i, j)'s detail processes on its extent of the base, by
+    the simulation's own rounds (protect masks, change records, lakes kept level), one
+    epoch of rounds at a time, written to its own chunks of ``work/raw``."""
+    from ..engine.simulation import Simulation, process_params
+    from ..processes import PROCESSES
+    zarr = _zarr()
+    root = zarr.open_group(store, mode="r+")
+    a = dict(root.attrs)
+    plan = Plan.of(a)
+    (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
+    terrain = base_window(root, a, (r0, r1), (c0, c1))
+    seed, rounds = int(a["seed"]), int(a["rounds"])
+    world_shape = plan.shape
+    tile_area = (r1 - r0) * (c1 - c0) / float(world_shape[0] * world_shape[1])
+    run = {}
+    for n, v in a["detail"].items():
+        p = process_params(n, v)
+        if PROCESSES[n].per_area is not None:  # work per map: the tile's share of it
+            p = PROCESSES[n].per_area(p, tile_area)
+        run[n] = p
+    for n in run:
+        terrain.changes[n] = np.zeros(terrain.shape)
+    blocks = _tile_blocks(plan, int(a["block"]), ((r0, r1), (c0, c1)))
+    batches = _tile_batches(terrain, plan, seed, (i, j),
+                            blocks, np.asarray(root["work/block_weights"][...]))
+    per_round = sum(int(p.batch) for p in run.values())  # type: ignore[attr-defined]
+    sim = Simulation(terrain, run, seed=seed, particles=rounds * per_round,
+                     rain_share=float(a["rain_share"]), batches=batches)
     epochs = max(1, min(rounds, MAX_EPOCHS))
     cuts = [round(e * rounds / epochs) for e in range(epochs + 1)]
-    cdfs = BlockCdfs(w_tile)
     for e in range(epochs):
-        ra, rb = cuts[e], cuts[e + 1]
-        for n, p in run.items():
-            batch = int(p.batch)  # type: ignore[attr-defined]
-            held = protect_begin(terrain, protect_sources(n))
-            wet = terrain.pool > 0.0  # lakes keep their level (Simulation.run_round)
-            surface = height[wet] + terrain.pool[wet] if wet.any() else None
-            before[...] = height
-            if PROCESSES[n].keyed_starts:
-                for bi, bj, sr, sc in blocks:
-                    first, count = block_counts(weights, bi, bj, batch, ra, rb)
-                    if count <= 0:
-                        continue
-                    cdf = cdfs.cdf(sr, sc)
-                    _particle_batch(n, terrain, p, block_seed(seed, bi, bj), first, count,
-                                    height, cdf, world_shape)
-            else:
-                s = tile_seed(seed, i, j) if PROCESSES[n].per_area is not None else seed
-                PROCESSES[n].run_batch(terrain, p, s, ra * batch, (rb - ra) * batch,
-                                       height, np.empty(0))
-            protect_end(terrain, held, height)
-            np.subtract(height, before, out=before)
-            terrain.changes[n] += before
-            if surface is not None:
-                terrain.pool[wet] = np.maximum(surface - height[wet], 0.0)
+        if cuts[e + 1] > cuts[e]:
+            sim.run_round(cuts[e + 1] - cuts[e])
     raw = root["work/raw"]
     er, ec = plan.extent_size()
     for n, arr in terrain.arrays().items():

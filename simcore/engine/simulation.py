@@ -79,6 +79,14 @@ def rain_share(terrain: Terrain) -> float:
     return float(min(max(REFERENCE_AREA / area, lo), hi)) if area > 0 else hi
 
 
+_rain_share = rain_share  # the module's function, where a parameter has its name
+
+#: ``batches(name, params, first, count, height) -> steps``: runs process ``name``'s
+#: particles ``first .. first + count`` on the terrain (``height``: its surface, kept
+#: up to date by the process)
+Batches = Callable[[str, Any, int, int, np.ndarray], int]
+
+
 def _per_rain(name: str, params: Params, share: float) -> Params:
     """The params a batch of process ``name`` runs with when a round brings ``share`` x
     the reference rain per area (its ``per_rain`` hook; as given without one)."""
@@ -92,10 +100,16 @@ class Simulation:
     ``processes`` maps process name -> its params (only enabled ones). ``particles`` is
     the total work; it is rounded up to whole rounds. ``rounds_done`` lets a saved state
     resume with the same random sequence.
+
+    A window of a larger world (a tile of a tiled run) gives the world's ``rain_share``
+    (else the terrain's own) and ``batches``: what runs a process's particles
+    ``first .. first + count`` on the window (:data:`Batches`; by default the process's
+    ``run_batch`` with this simulation's seed, starts spread by the rain map).
     """
 
     def __init__(self, terrain: Terrain, processes: dict[str, Params], *, seed: int = 0,
-                 particles: int = 100_000, rounds_done: int = 0) -> None:
+                 particles: int = 100_000, rounds_done: int = 0,
+                 rain_share: float | None = None, batches: Batches | None = None) -> None:
         if not processes:
             raise ParameterError("no process is enabled; enable at least one")
         unknown = [n for n in processes if n not in PROCESSES]
@@ -122,7 +136,8 @@ class Simulation:
             self._change_view(name)  # refused now, not after the first round
         self._cdf = rain_cdf(terrain.rain)
         #: rain a round brings per area, in units of a round on REFERENCE_AREA
-        self.rain_share = rain_share(terrain)
+        self.rain_share = _rain_share(terrain) if rain_share is None else float(rain_share)
+        self._batches = batches
         #: the params each process runs with (grid passes scaled by the rain per area)
         self._run_params: dict[str, Any] = {
             n: _per_rain(n, p, self.rain_share) for n, p in self.processes.items()}
@@ -173,13 +188,21 @@ class Simulation:
         return Progress(self.rounds_done, self.particles_done, self.target_particles,
                         self.steps, self.seconds)
 
-    def run_round(self) -> None:
+    def run_round(self, rounds: int = 1) -> None:
         """One batch of every enabled process (each may keep its scratch grids for the
-        next round: :mod:`simcore.kernels.scratch`)."""
+        next round: :mod:`simcore.kernels.scratch`). ``rounds`` > 1: each process runs
+        that many rounds' particles in one batch (a tile's epoch of a tiled run)."""
         with scratch.keeping(self._scratch):
-            self._run_round()
+            self._run_round(int(rounds))
 
-    def _run_round(self) -> None:
+    def _batch(self, name: str, params: Any, first: int, count: int) -> int:
+        """Process ``name``'s particles ``first .. first + count``: steps done."""
+        if self._batches is not None:
+            return self._batches(name, params, first, count, self._height)
+        return PROCESSES[name].run_batch(self.terrain, params, self.seed, first, count,
+                                         self._height, self._cdf)
+
+    def _run_round(self, rounds: int) -> None:
         r = self.rounds_done
         height, before = self._height.reshape(-1), self._before.reshape(-1)
         spans = parallel.bands(height.size)  # elementwise: the same on any thread count
@@ -191,8 +214,7 @@ class Simulation:
             held = protect_begin(self.terrain, protect_sources(name)) if masked else None
             level_in_booking = self._level_in_booking(name, held)
             surface = None if level_in_booking else self._water_surface(name)
-            self.steps += PROCESSES[name].run_batch(self.terrain, params, self.seed, r * batch,
-                                                    batch, self._height, self._cdf)
+            self.steps += self._batch(name, params, r * batch, rounds * batch)
             self.protect_held += protect_end(self.terrain, held, self._height)
             change = self._change_view(name)
             if surface is not None:  # the lakes' relevel below changes no ground
@@ -210,7 +232,7 @@ class Simulation:
                 continue
             # this process's change booked; ``before`` becomes the next one's ground
             parallel.run(spans, functools.partial(_book, height, before, change))
-        self.rounds_done += 1
+        self.rounds_done += rounds
 
     def _level_in_booking(self, name: str, held: _Held | None) -> bool:
         """Whether the water stays level over process ``name``'s moves in the pass that

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
 from ..fileio import atomic_write, check_input, check_memory, check_output
+from ..kernels.sampling import corner_positions, sample_lattice
 from . import images, sidecar
 from .staging import Staging
 
@@ -152,21 +153,8 @@ def resample(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if values.shape == tuple(shape):
         return values.copy()
-
-    def along(a: np.ndarray, n_out: int, axis: int) -> np.ndarray:
-        n_in = a.shape[axis]
-        if n_in == n_out:
-            return a
-        pos = np.arange(n_out) * ((n_in - 1) / (n_out - 1))
-        i0 = np.minimum(pos.astype(np.int64), n_in - 2)
-        t = pos - i0
-        shape_t = [1, 1]
-        shape_t[axis] = n_out
-        t = t.reshape(shape_t)
-        lo, hi = np.take(a, i0, axis=axis), np.take(a, i0 + 1, axis=axis)
-        return lo + (hi - lo) * t
-
-    return along(along(values, shape[1], 1), shape[0], 0)
+    return sample_lattice(values, corner_positions(values.shape[0], shape[0]),
+                          corner_positions(values.shape[1], shape[1]))
 
 
 # ------------------------------------------------------------------ encoding

@@ -40,7 +40,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from ..kernels.primitives import next_uniform, sample_bilinear, stream_state
+from ..kernels.primitives import next_uniform, stream_state
+from ..kernels.sampling import sample_bilinear
 from ..params import SEED_RANGE, ParameterError, Params, param
 
 BIASES = ("none", "left", "right", "up", "down", "center", "edges", "equator", "meridian")

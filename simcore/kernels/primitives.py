@@ -204,21 +204,6 @@ def rain_cdf(rain: np.ndarray) -> np.ndarray:
     return np.cumsum(squares.ravel())
 
 
-def sample_bilinear(field: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``field`` at fractional (row, col) positions, bilinear, positions clamped to the
-    field (exact on its last row and column). ``rows`` and ``cols`` broadcast: two
-    arrays of points, or ``rows[:, None]`` and ``cols[None, :]`` for a whole lattice."""
-    r = np.clip(rows, 0, field.shape[0] - 1)
-    c = np.clip(cols, 0, field.shape[1] - 1)
-    r0 = np.minimum(r.astype(np.int64), field.shape[0] - 2)
-    c0 = np.minimum(c.astype(np.int64), field.shape[1] - 2)
-    fr = r - r0
-    fc = c - c0
-    top = field[r0, c0] * (1 - fc) + field[r0, c0 + 1] * fc
-    bottom = field[r0 + 1, c0] * (1 - fc) + field[r0 + 1, c0 + 1] * fc
-    return top * (1 - fr) + bottom * fr
-
-
 @njit(cache=True, error_model="numpy")
 def heap_push(keys, cells, top, key, cell):
     """Push (key, cell) on the binary min-heap held in keys/cells[:top]; returns top."""

@@ -77,6 +77,7 @@ from numba import njit
 
 from ..fields import Field
 from ..kernels.primitives import exchange, next_uniform, stream_state
+from ..kernels.sampling import sample_bilinear
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -605,13 +606,7 @@ def _profile_spectrum(h: np.ndarray, ux: float, uy: float,
     # sample points: along the wind (t) and across it (offs)
     xs = cx + t[None, :] * ux - offs[:, None] * uy
     ys = cy + t[None, :] * uy + offs[:, None] * ux
-    xs = np.clip(xs, 0, cols - 1.000001)
-    ys = np.clip(ys, 0, rows - 1.000001)
-    x0 = np.floor(xs).astype(int)
-    y0 = np.floor(ys).astype(int)
-    fx, fy = xs - x0, ys - y0
-    p = (h[y0, x0] * (1 - fx) * (1 - fy) + h[y0, x0 + 1] * fx * (1 - fy)
-         + h[y0 + 1, x0] * (1 - fx) * fy + h[y0 + 1, x0 + 1] * fx * fy)
+    p = sample_bilinear(h, ys, xs)
     s = np.arange(n)
     coef = np.polyfit(s, p.T, 1)
     p = p - (coef[0][:, None] * s[None, :] + coef[1][:, None])

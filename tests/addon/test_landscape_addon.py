@@ -29,11 +29,12 @@ AGE, UPLIFT = 2.0e6, 1.0e-3  # young_range: 2 My at 1 mm/yr -> 2000 m of rock ra
 
 def young_range(name="Range"):
     """A 48 x 48 grid of fractal hills (200 m relief) with the young_range preset, applied
-    as the Presets menu does."""
+    as the Presets menu does, at its literal size."""
     obj = add_grid(bpy, n=N, size=(N - 1) * CELL, relief=200.0, name=name)
     presets = {path.stem: path for _, path, _ in te.ui.presets_ui.all_presets()}
     assert bpy.ops.terrain.preset_apply(filepath=str(presets["young_range"])) == {'FINISHED'}
     s = obj.terrain_erosion
+    s.real_size = (N - 1) * CELL  # 1 unit = 1 m: uplift and time in the object's metres
     assert s.preset == "Young range" and s.landscape.enabled and s.thermal.enabled
     assert not s.droplets.enabled
     assert s.landscape.age == AGE and s.landscape.uplift == pytest.approx(UPLIFT)
@@ -175,7 +176,8 @@ def test_uplift_from_a_color_attribute_and_a_lake_behind_a_rising_rim(blender):
 def test_batch_command_runs_the_young_range_preset(blender, capsys):
     obj = add_grid(bpy, n=N, size=(N - 1) * CELL, relief=200.0, name="Terrain")
     z0 = positions(obj.data)[:, 2].copy()
-    assert te.features.batch.main(["--object", "Terrain", "--preset", "young_range"]) == 0
+    assert te.features.batch.main(["--object", "Terrain", "--preset", "young_range",
+                                   "--real-size", str((N - 1) * CELL)]) == 0  # 1 unit = 1 m
     out = capsys.readouterr()
     assert "done" in out.out and "Traceback" not in out.err
     assert obj.terrain_erosion.preset == "Young range"

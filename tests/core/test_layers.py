@@ -16,7 +16,7 @@ from simcore.analysis.layers import (
     water_vertices,
 )
 from simcore.generators.noise import fractal_terrain
-from simcore.kernels.primitives import sample_bilinear
+from simcore.kernels.sampling import sample_bilinear
 
 
 def _order(n: int) -> np.ndarray:
