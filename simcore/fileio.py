@@ -70,7 +70,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale_temps(target: Path) -> list[Path]:
+def remove_stale_temps(target: Path) -> list[Path]:
     """Remove temporary files of ``target`` left by processes that no longer run."""
     removed: list[Path] = []
     prefix = _temp_prefix(target)
@@ -167,7 +167,7 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[IO[bytes]], Any]) ->
     """
     shown = Path(path)
     target = _checked_target(shown)
-    sweep_stale_temps(target)
+    remove_stale_temps(target)
     tmp: Path | None = None
     try:
         with _signals_raise():

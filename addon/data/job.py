@@ -138,6 +138,19 @@ def halt_all_runs() -> None:
         runner.halt()
 
 
+def _refuse_bad_mesh(obj: bpy.types.Object, z: np.ndarray) -> None:
+    """Refuse a run on NaN/inf heights ``z`` or on attributes named like the add-on's
+    layers but of another kind (the run would replace them)."""
+    if not np.isfinite(z).all():
+        raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
+                           "(e.g. Mesh > Clean Up) before eroding")
+    foreign = gridio.foreign_namesakes(obj.data)
+    if foreign:
+        raise TerrainError(f"'{obj.name}' has attributes named like the add-on's layers "
+                           f"but of another kind: {', '.join(foreign)}; rename them "
+                           "(a run would replace them)")
+
+
 class ErosionJob:
     """Reads the grid and its stored state, runs the simulation, writes back."""
 
@@ -174,32 +187,11 @@ class ErosionJob:
         #: local units <-> the real world the simulation runs in (addon/data/scale.py)
         self.scale = settings.real_scale(g.rows, g.cols, g.cell_size)
         z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
-        if not np.isfinite(z).all():
-            raise TerrainError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
-                               "(e.g. Mesh > Clean Up) before eroding")
-        foreign = gridio.foreign_namesakes(me)
-        if foreign:
-            raise TerrainError(f"'{obj.name}' has attributes named like the add-on's layers "
-                               f"but of another kind: {', '.join(foreign)}; rename them "
-                               "(a run would replace them)")
+        _refuse_bad_mesh(obj, z)
         self.snapshot = gridio.MeshSnapshot.take(me)
         #: an enabled process grows trees (the terrain's tree table: instances, no layer)
         self.with_trees = any("trees" in PROCESSES[name].writes for name in params)
-        #: resumed from the last run's full-precision state (see _EXACT), not the layers
-        self.exact_resume = False
-        exact = _exact_state(obj, self.scale, seed)
-        if exact is not None:
-            terrain, resumed, self.exact_resume = exact, True, True
-            # the masks are read again below, as for a run from the layers: a mask
-            # switched off since then must not live on in the remembered input maps
-            fresh = Terrain.from_heights(np.zeros(terrain.shape), terrain.cell_size)
-            for name in masks.MASKS:
-                setattr(terrain, name, getattr(fresh, name))
-        else:
-            terrain, resumed = self._read_state(me, z)
-            self._read_changes(me, terrain)
-            if self.with_trees and resumed:
-                terrain.trees = instances.read_trees(obj, self.grid)
+        terrain, resumed = self._start_terrain(obj, z, seed)
         self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
@@ -214,6 +206,39 @@ class ErosionJob:
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
+        original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
+                    if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
+        #: the per-vertex buffers and the write-back (addon/data/writeback.py)
+        self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
+                                       self.write_colors, self.with_trees, self.with_water,
+                                       original, tuple(self.sim.terrain.changes))
+        self._start_writing(rounds)
+        _jobs.add(self)
+
+    def _start_terrain(self, obj: bpy.types.Object, z: np.ndarray,
+                       seed: int) -> tuple[Terrain, bool]:
+        """The terrain the run starts from, and whether it resumes an earlier run's: the
+        last run's full-precision state when the mesh still holds exactly what it wrote
+        (``exact_resume``), else the mesh's layers (heights ``z``, world units)."""
+        #: resumed from the last run's full-precision state (see _EXACT), not the layers
+        self.exact_resume = False
+        exact = _exact_state(obj, self.scale, seed)
+        if exact is not None:
+            self.exact_resume = True
+            # the masks are read again after, as for a run from the layers: a mask
+            # switched off since then must not live on in the remembered input maps
+            fresh = Terrain.from_heights(np.zeros(exact.shape), exact.cell_size)
+            for name in masks.MASKS:
+                setattr(exact, name, getattr(fresh, name))
+            return exact, True
+        terrain, resumed = self._read_state(obj.data, z)
+        self._read_changes(obj.data, terrain)
+        if self.with_trees and resumed:
+            terrain.trees = instances.read_trees(obj, self.grid)
+        return terrain, resumed
+
+    def _start_writing(self, rounds: int) -> None:
+        """The write-back's bookkeeping at the start of a run that holds ``rounds``."""
         #: rounds whose result is on the mesh, a whole frame (what Stop keeps)
         self.rounds_written = rounds
         #: rounds whose state (layers, trees, heights) is on the mesh: what a run that
@@ -222,12 +247,6 @@ class ErosionJob:
         self.start_rounds = rounds
         self.started = time.perf_counter()
         self.last_write = self.started
-        original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
-                    if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
-        #: the per-vertex buffers and the write-back (addon/data/writeback.py)
-        self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
-                                       self.write_colors, self.with_trees, self.with_water,
-                                       original, tuple(self.sim.terrain.changes))
         self._frame: writeback.Frame | None = None  # a frame being written, a tick at a time
         self._check_buffer: np.ndarray | None = None
         #: frames written (each a whole write-back)
@@ -243,7 +262,6 @@ class ErosionJob:
         #: write of its kind)
         self.tick_values = writeback.TICK_VALUES
         self.tick_seconds = TICK_SECONDS
-        _jobs.add(self)
 
     @property
     def positions(self) -> np.ndarray:

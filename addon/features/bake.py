@@ -340,7 +340,7 @@ def _remove_empty(folders: list[Path]) -> None:
 def _remove_cache_files(folder: Path) -> None:
     """Remove only our files (those our manifest lists, and the manifest), then the
     folder and an empty ``terrain_cache`` parent if nothing else is left."""
-    staging.sweep(folder)
+    staging.remove_stale(folder)
     for name in cache_files(folder, strict=False):  # the manifest first
         (folder / name).unlink(missing_ok=True)
     for d in (folder, folder.parent):

@@ -50,65 +50,18 @@ def main(argv: list[str]) -> int:
     output path of --save/--save-as. ``--particles 0`` does no erosion (the settings
     are still applied and saved).
     """
-    from ..simcore.errors import CliError
-    from ..simcore.pipeline.arguments import overrides
-
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage
         return int(exc.code or 0)
     try:
-        obj = bpy.data.objects.get(args.object)
-        if obj is None:
-            names = ", ".join(o.name for o in bpy.data.objects if o.type == 'MESH')
-            raise CliError(f"no object named '{args.object}'; mesh objects: "
-                           f"{names or '(none)'}")
-        if args.save_as:
-            try:
-                check_output(args.save_as, 64 * len(getattr(obj.data, "vertices", ())),
-                             (".blend",))
-            except UserError as exc:
-                raise CliError(f"--save-as: {exc}") from None
-        elif args.save and not bpy.data.filepath:
-            raise CliError("--save needs a .blend loaded from a file; use --save-as PATH")
-        elif args.save:
-            check_output(bpy.data.filepath)
-        if args.export_maps:  # the folder is checked before the run, maps written after it
-            from .export import check_export_folder
-            check_export_folder(args.export_maps)
-            if args.multilayer_exr:
-                from .export import openimageio
-                openimageio()  # none (Blender 4.2): say so before the run
-        elif args.multilayer_exr:
-            raise CliError("--multilayer-exr needs --export-maps FOLDER")
-        settings = obj.terrain_erosion
-        base = find_preset(args.preset) if args.preset else settings.to_preset(
-            settings.preset)
-        if args.real_size is not None:
-            RealScale.of(3, 3, 1.0, args.real_size)  # a clear message for a bad value
-        preset = base.with_overrides(overrides(  # validated: nothing changed on error
-            args.set, seed=args.seed, particles=args.particles, real_size=args.real_size))
-        # rain per area (preset or object settings) sizes the run to this grid, unless
-        # --particles / --set particles=N gave an explicit total (with_overrides then
-        # switched it off, as in the CLI)
-        work = None if preset.particles_per_area > 0 else preset.particles
-        if work is not None and not 1 <= work <= INT32_MAX:
-            preset.particles = settings.particles  # runs, but the 32-bit field keeps its value
-        settings.apply_preset(preset)
+        obj = _checked_object(args)
+        work = _apply_settings(obj, args)
         if work == 0:
             print(f"terrain_erosion: {obj.name}: --particles 0, nothing to erode",
                   flush=True)
         else:
-            job = ErosionJob(obj, work)
-            print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
-                  f"{job.sim.target_particles} particles, seed {job.sim.seed}; "
-                  f"{job.scale.describe()}", flush=True)
-            for text in job.advice:
-                print(f"terrain_erosion: note: {text}", flush=True)
-            progress = job.run(lambda p: print(
-                f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
-            print(f"terrain_erosion: done, {progress.particles} particles in "
-                  f"{progress.seconds:.1f} s", flush=True)
+            _run(obj, work)
         if args.export_maps:
             from .export import export_maps, skipped_attributes, skipped_note
             files = export_maps(obj, args.export_maps, formats=(
@@ -129,6 +82,70 @@ def main(argv: list[str]) -> int:
         print(f"terrain_erosion: error: saving failed: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
+
+
+def _checked_object(args: argparse.Namespace) -> bpy.types.Object:
+    """The object to erode, once the places the run will write are checked (the .blend
+    to save, the maps' folder): a CliError says what is wrong before anything runs."""
+    from ..simcore.errors import CliError
+    obj = bpy.data.objects.get(args.object)
+    if obj is None:
+        names = ", ".join(o.name for o in bpy.data.objects if o.type == 'MESH')
+        raise CliError(f"no object named '{args.object}'; mesh objects: "
+                       f"{names or '(none)'}")
+    if args.save_as:
+        try:
+            check_output(args.save_as, 64 * len(getattr(obj.data, "vertices", ())),
+                         (".blend",))
+        except UserError as exc:
+            raise CliError(f"--save-as: {exc}") from None
+    elif args.save and not bpy.data.filepath:
+        raise CliError("--save needs a .blend loaded from a file; use --save-as PATH")
+    elif args.save:
+        check_output(bpy.data.filepath)
+    if args.export_maps:  # the folder is checked before the run, maps written after it
+        from .export import check_export_folder
+        check_export_folder(args.export_maps)
+        if args.multilayer_exr:
+            from .export import openimageio
+            openimageio()  # none (Blender 4.2): say so before the run
+    elif args.multilayer_exr:
+        raise CliError("--multilayer-exr needs --export-maps FOLDER")
+    return obj
+
+
+def _apply_settings(obj: bpy.types.Object, args: argparse.Namespace) -> int | None:
+    """The preset and overrides, validated, then applied to the object's settings.
+    Returns the particles to run: None when rain per area sizes the run to the grid."""
+    from ..simcore.pipeline.arguments import overrides
+    settings = obj.terrain_erosion
+    base = find_preset(args.preset) if args.preset else settings.to_preset(settings.preset)
+    if args.real_size is not None:
+        RealScale.of(3, 3, 1.0, args.real_size)  # a clear message for a bad value
+    preset = base.with_overrides(overrides(  # validated: nothing changed on error
+        args.set, seed=args.seed, particles=args.particles, real_size=args.real_size))
+    # rain per area (preset or object settings) sizes the run to this grid, unless
+    # --particles / --set particles=N gave an explicit total (with_overrides then
+    # switched it off, as in the CLI)
+    work = None if preset.particles_per_area > 0 else preset.particles
+    if work is not None and not 1 <= work <= INT32_MAX:
+        preset.particles = settings.particles  # runs, but the 32-bit field keeps its value
+    settings.apply_preset(preset)
+    return work
+
+
+def _run(obj: bpy.types.Object, work: int | None) -> None:
+    """One synchronous run of the object's settings, with progress lines."""
+    job = ErosionJob(obj, work)
+    print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
+          f"{job.sim.target_particles} particles, seed {job.sim.seed}; "
+          f"{job.scale.describe()}", flush=True)
+    for text in job.advice:
+        print(f"terrain_erosion: note: {text}", flush=True)
+    progress = job.run(lambda p: print(
+        f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
+    print(f"terrain_erosion: done, {progress.particles} particles in "
+          f"{progress.seconds:.1f} s", flush=True)
 
 
 _handles: list = []

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..algorithms import components
-
 
 def slope_degrees(height: np.ndarray) -> np.ndarray:
     """Slope of every cell in degrees (``height`` in cell units)."""
@@ -245,6 +243,7 @@ def sand_bodies(sediment: np.ndarray, direction: float, min_depth: float = 0.05,
     """
     sed = np.asarray(sediment, dtype=np.float64)
     rows, cols = sed.shape
+    from ..algorithms import components  # numba: loaded by the one measure that needs it
     lab = components.label(sed >= min_depth, wrap=True)[0] - 1  # -1: no sand
     a = np.radians(direction)
     ux, uy = np.cos(a), np.sin(a)

@@ -10,17 +10,7 @@ from pathlib import Path
 
 from ..fileio import make_folder
 from ..pipeline import arguments
-
-
-def add_cluster_flags(q: argparse.ArgumentParser) -> None:
-    q.add_argument("--workers", type=int, default=2,
-                   help="worker processes of the local dask cluster (2)")
-    q.add_argument("--scheduler", metavar="ADDRESS",
-                   help="a running dask scheduler (e.g. tcp://10.0.0.5:8786) instead of a "
-                   "local cluster")
-    q.add_argument("--threads", type=int, default=1,
-                   help="numba threads per local worker (1)")
-    q.add_argument("--quiet", action="store_true", help="no progress on stderr")
+from .cluster import add_cluster_flags
 
 
 def add_parser(sub) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from .sweep import add_cluster_flags
+from .cluster import add_cluster_flags
 
 
 def add_parser(sub) -> None:

@@ -293,40 +293,16 @@ def _write_set(out: Path, name: str, p: Tiling, heights: np.ndarray,
     h = resample(heights, p.shape)
     lo, hi = float(h.min()), float(h.max())
     codes = encode(h, lo, hi, 16)
-    layer_codes, layer_record = {}, {}
-    for key, values in layers.items():
-        v = resample(values, p.shape)
-        if key in fractions:
-            llo, lhi = 0.0, 1.0
-        else:
-            llo, lhi = min(0.0, float(v.min())), float(v.max())
-        layer_codes[key] = encode(v, llo, lhi, layer_bits)
-        layer_record[key] = {
-            "min": llo, "max": lhi, "bits": layer_bits,
-            "unit": "0..1" if key in fractions else "world units (depth)",
-            "decode": f"value = min + png / {LEVELS[layer_bits]} * (max - min)"}
+    layer_codes, layer_record = _layer_codes(layers, fractions, p.shape, layer_bits)
     q = p.size - 1
-    span = hi - lo
     written: list[str] = []
     tiles = []
     for j in range(p.tiles_y):          # j: from the south (array rows)
         for i in range(p.tiles_x):
             y_engine = j if p.engine == "unity" else p.tiles_y - 1 - j
             window = (slice(j * q, j * q + p.size), slice(i * q, i * q + p.size))
-            files = {}
-            tile_codes = codes[window]
-            if "png" in formats:
-                files["height_png"] = _tile_name(name, "height", i, y_engine, "png")
-                _write(out / files["height_png"], images.png_bytes(tile_codes[::-1], up=True))
-            if "r16" in formats:
-                files["height_r16"] = _tile_name(name, "height", i, y_engine, "r16")
-                rows_first = tile_codes if p.engine == "unity" else tile_codes[::-1]
-                _write(out / files["height_r16"],
-                       np.ascontiguousarray(rows_first, "<u2").tobytes())
-            for key, lc in layer_codes.items():
-                files[f"layer_{key}"] = _tile_name(name, key, i, y_engine, "png")
-                _write(out / files[f"layer_{key}"],
-                       images.png_bytes(lc[window][::-1], up=True))
+            files = _write_tile(out, name, p, (i, y_engine), window, codes, layer_codes,
+                                formats)
             written += files.values()
             th = h[window]
             x0, y0 = origin[0] + i * q * cx, origin[1] + j * q * cy
@@ -338,12 +314,70 @@ def _write_set(out: Path, name: str, p: Tiling, heights: np.ndarray,
                 "origin_x": x0, "origin_y": y0,
                 "size_x": q * cx, "size_y": q * cy,
                 "height_min": float(th.min()), "height_max": float(th.max()),
-                "engine_location": _location(p, i, y_engine, cx, cy, lo, span),
+                "engine_location": _location(p, i, y_engine, cx, cy, lo, hi - lo),
             })
-    record = {
+    record = {**_set_record(p, cell, (cx, cy), origin, (lo, hi), formats),
+              "layers": layer_record, **facts, "tiles": tiles}
+    side = out / f"{name}.json"
+    _write(side, json.dumps(record, indent=1).encode("utf-8"))
+    written.append(side.name)
+    return written, record
+
+
+def _layer_codes(layers: dict[str, np.ndarray], fractions: tuple[str, ...],
+                 shape: tuple[int, int], bits: int) -> tuple[dict, dict]:
+    """Each layer resampled to ``shape`` and encoded (fractions over 0..1, depths over
+    min(0, their least)..their most), and what the sidecar says of it."""
+    layer_codes, layer_record = {}, {}
+    for key, values in layers.items():
+        v = resample(values, shape)
+        if key in fractions:
+            llo, lhi = 0.0, 1.0
+        else:
+            llo, lhi = min(0.0, float(v.min())), float(v.max())
+        layer_codes[key] = encode(v, llo, lhi, bits)
+        layer_record[key] = {
+            "min": llo, "max": lhi, "bits": bits,
+            "unit": "0..1" if key in fractions else "world units (depth)",
+            "decode": f"value = min + png / {LEVELS[bits]} * (max - min)"}
+    return layer_codes, layer_record
+
+
+def _write_tile(out: Path, name: str, p: Tiling, at: tuple[int, int], window,
+                codes: np.ndarray, layer_codes: dict, formats: tuple[str, ...]
+                ) -> dict[str, str]:
+    """One tile's files (``at``: its x, y as the engine counts them): the heightmap in
+    each format and each layer's PNG. Returns their names by kind."""
+    i, y_engine = at
+    files = {}
+    tile_codes = codes[window]
+    if "png" in formats:
+        files["height_png"] = _tile_name(name, "height", i, y_engine, "png")
+        _write(out / files["height_png"], images.png_bytes(tile_codes[::-1], up=True))
+    if "r16" in formats:
+        files["height_r16"] = _tile_name(name, "height", i, y_engine, "r16")
+        rows_first = tile_codes if p.engine == "unity" else tile_codes[::-1]
+        _write(out / files["height_r16"], np.ascontiguousarray(rows_first, "<u2").tobytes())
+    for key, lc in layer_codes.items():
+        files[f"layer_{key}"] = _tile_name(name, key, i, y_engine, "png")
+        _write(out / files[f"layer_{key}"], images.png_bytes(lc[window][::-1], up=True))
+    return files
+
+
+def _set_record(p: Tiling, cell: tuple[float, float], tile_cell: tuple[float, float],
+                origin: tuple[float, float], heights: tuple[float, float],
+                formats: tuple[str, ...]) -> dict:
+    """The sidecar's description of the whole set (its layers, facts and tiles go after
+    it)."""
+    rows, cols = p.shape
+    src_rows, src_cols = p.source
+    cx, cy = tile_cell
+    lo, hi = heights
+    span = hi - lo
+    return {
         "schema": SCHEMA, "generator": sidecar.GENERATOR, "kind": KIND,
-        "engine": p.engine, "tile_size": p.size, "quads_per_tile": q,
-        "tiles_x": p.tiles_x, "tiles_y": p.tiles_y, "tile_count": len(tiles),
+        "engine": p.engine, "tile_size": p.size, "quads_per_tile": p.size - 1,
+        "tiles_x": p.tiles_x, "tiles_y": p.tiles_y, "tile_count": p.tiles_x * p.tiles_y,
         "rows": rows, "cols": cols,
         "cell_size_x": cx, "cell_size_y": cy,
         "origin_x": float(origin[0]), "origin_y": float(origin[1]),
@@ -374,14 +408,7 @@ def _write_set(out: Path, name: str, p: Tiling, heights: np.ndarray,
                        if p.resampled else None),
         "warnings": p.warnings,
         "engine_settings": _engine_settings(p, cx, cy, lo, span),
-        "layers": layer_record,
-        **facts,
-        "tiles": tiles,
     }
-    side = out / f"{name}.json"
-    _write(side, json.dumps(record, indent=1).encode("utf-8"))
-    written.append(side.name)
-    return written, record
 
 
 def _write(path: Path, data: bytes) -> None:

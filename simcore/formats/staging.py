@@ -19,7 +19,7 @@ file back keeps them there and says so, for the user to move back by hand.
 Plain file operations (no bpy), used by addon/features/bake.py, addon/features/export.py and
 simcore/formats/engine_tiles.py. The folder names are a public surface of sorts: folders
 of earlier versions (the add-on's own copy of this module, engine_tiles' compact one)
-used the same names and rules, so any version sweeps what another left.
+used the same names and rules, so any version removes what another left.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _stale(kind: str, pid: int) -> bool:
     return not pid_alive(pid)
 
 
-def sweep(folder: Path) -> None:
+def remove_stale(folder: Path) -> None:
     """Remove staging and aside folders in ``folder`` left by processes that no longer
     run (killed mid-bake) and staging folders of this one (a clean-up that failed);
     never an aside folder marked :data:`KEEP` (a failed rollback's)."""
@@ -82,7 +82,7 @@ class Staging:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        sweep(folder)
+        remove_stale(folder)
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.path = folder / f"{STAGING}{tag}"
         self.aside = folder / f"{ASIDE}{tag}"
@@ -136,7 +136,7 @@ class Staging:
 
     def _keep(self, lost: list[str]) -> None:
         """Mark the aside folder as holding previous files to put back by hand, so no
-        later transaction (of this process or another) sweeps it; best effort (a full
+        later transaction (of this process or another) removes it; best effort (a full
         disk: this process still keeps it, :func:`_stale`)."""
         with contextlib.suppress(OSError):
             (self.aside / KEEP).write_text(

@@ -64,7 +64,7 @@ def test_an_exception_while_writing_leaves_the_folder_as_it_was(tmp_path):
 
 def test_leftovers_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
     """The folder names are those every earlier version used (.te-staging-/.te-aside-
-    <pid>-<12 hex>): any version sweeps what another left."""
+    <pid>-<12 hex>): any version removes what another left."""
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
     live = str(os.getppid())
@@ -80,7 +80,7 @@ def test_leftovers_of_dead_processes_are_swept_and_live_ones_kept(tmp_path):
     left = {p.name for p in tmp_path.iterdir()}
     assert left == {"a.bin", f".te-staging-{live}-0123456789ab",
                     ".te-staging-x-0123456789ab", f".te-staging-{dead}-short"}
-    staging.sweep(tmp_path)  # nothing else of ours to remove
+    staging.remove_stale(tmp_path)  # nothing else of ours to remove
     assert {p.name for p in tmp_path.iterdir()} == left
 
 
@@ -116,7 +116,7 @@ def test_a_failed_rollbacks_aside_folder_outlives_the_next_transaction(tmp_path,
     assert {p.name: p.read_bytes() for p in aside.iterdir()
             if p.name != staging.KEEP} == kept
     (aside / staging.KEEP).unlink()  # no marker (a full disk): this process still keeps it
-    staging.sweep(tmp_path)
+    staging.remove_stale(tmp_path)
     assert aside.is_dir()
     write_set(tmp_path, {"b.bin": b"4"}, [])
     assert {p.name: p.read_bytes() for p in aside.iterdir()} == kept
