@@ -225,10 +225,10 @@ def test_parameters_are_world_units(k):
     length rates compounded, volumes by k^3, gravity by 1/k so that the speed per cell
     stays), gives the droplet kernel the same numbers in cell units."""
     p = DropletParams(Kq=10.0, Kw=0.01, Kr=0.5, Kd=0.1, Ki=0.5, gravity=20.0,
-                      brush_radius=3.0)
+                      brush_radius=3.0, gather=0.8, gather_length=50.0)
     scaled = DropletParams(Kq=10.0 * k ** 3, Kw=1 - 0.99 ** (1 / k), Kr=1 - 0.5 ** (1 / k),
                            Kd=1 - 0.9 ** (1 / k), Ki=0.5 ** (1 / k), gravity=20.0 / k,
-                           brush_radius=3.0 * k)
+                           brush_radius=3.0 * k, gather=0.8, gather_length=50.0 * k)
     assert np.allclose(p.kernel((50, 60), 1.5), scaled.kernel((50, 60), 1.5 * k),
                        rtol=1e-12)
     # at a cell size of 1 the numbers are the seed article's per-step values
