@@ -1,7 +1,10 @@
-"""Rivers stay concave under the presets that carve them: on drained generated uplands
-(3.84 km; 128² cells of 30 m and 256² of 15 m, concavity theta 0.43 and 0.38 at the
-start) each preset leaves the channels' slope-area fit S ~ A^-theta with theta in
-0.2-0.7, r² >= 0.6, and theta no more than 0.1 below the start's."""
+"""Rivers and concavity: on drained generated uplands (3.84 km; 128² cells of 30 m and
+256² of 15 m, concavity theta 0.43 and 0.38 at the start) a preset that carves rivers
+should leave the channels' slope-area fit S ~ A^-theta with theta in 0.2-0.7, r² >= 0.6
+and theta no more than 0.1 below the start's. The shipped presets that do not yet are
+listed (strict: one that comes within the bound fails until its entry goes); with the
+droplets' gathering flow (docs/hillslopes.md) every droplet preset does.
+"""
 
 from __future__ import annotations
 
@@ -17,16 +20,34 @@ from simcore.generators.uplands import drained_uplands
 from simcore.terrain import Terrain
 
 SIZES = {"30m": (128, 30.0), "15m": (256, 15.0)}
-#: presets that carve rivers and do not keep their concavity yet, and why
-KNOWN = {
-    "rivers_and_lakes": "hydrology's particles carry their own capacity (theta 0.43 -> "
-                        "0.28, 0.38 -> 0.27)",
-    "snowball_preview": "the snowballs' erosion does not grow downstream (0.43 -> 0.21, "
-                        "0.38 -> 0.18)",
-    "landscape_detail": "its million years of landscape evolution with deposition leave "
-                        "theta 0.23 before the droplets (0.43 -> 0.27, 0.38 -> 0.23)",
+#: the droplets with gathering flow (docs/hillslopes.md): the capacity grows with the run
+GATHER = {"droplets.gather": 1.0, "droplets.gather_length": 60.0}
+#: presets that carve rivers, and the droplet settings with which each keeps them
+#: concave (capacity at the start of a run lowered to keep the volume moved)
+WITH_GATHER = {
+    "default": {**GATHER, "droplets.Kq": 150.0, "droplets.Kd": 0.05},
+    "droplets_only": {**GATHER, "droplets.Kq": 200.0},
+    "canyons": {**GATHER, "droplets.Kq": 1200.0},
+    "alpine": {**GATHER, "droplets.Kq": 40.0},
+    "quick_preview": {**GATHER, "droplets.Kq": 200.0},
 }
-CARVING = ("default", "droplets_only", "canyons", "alpine", "quick_preview", *KNOWN)
+#: shipped presets that do not keep the rivers concave, where, and why
+_OWN = "the droplets' own capacity (gather 0) straightens rivers"
+KNOWN = {
+    **{("default", z): _OWN + " (0.43 -> 0.17, 0.38 -> 0.15)" for z in SIZES},
+    **{("droplets_only", z): _OWN + " (0.43 -> 0.31, 0.38 -> 0.20)" for z in SIZES},
+    ("canyons", "30m"): _OWN + " (0.43 -> 0.20)",
+    ("alpine", "15m"): _OWN + " (0.38 -> 0.25)",
+    ("quick_preview", "30m"): _OWN + " (0.43 -> 0.31)",
+    **{("rivers_and_lakes", z): "hydrology's particles carry their own capacity (0.43 -> "
+       "0.28, 0.38 -> 0.27)" for z in SIZES},
+    **{("snowball_preview", z): "the snowballs' erosion does not grow downstream (0.43 -> "
+       "0.21, 0.38 -> 0.18)" for z in SIZES},
+    **{("landscape_detail", z): "landscape evolution with deposition, then the droplets "
+       "(0.43 -> 0.09, 0.38 -> 0.05)" for z in SIZES},
+}
+CARVING = ("default", "droplets_only", "canyons", "alpine", "quick_preview",
+           "rivers_and_lakes", "snowball_preview", "landscape_detail")
 
 
 @functools.cache
@@ -46,34 +67,40 @@ def test_the_starts_are_concave():
         assert 0.35 <= f["theta"] <= 0.5 and f["r2"] >= 0.9, (size, f)
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("name", [pytest.param(
-    n, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n])] if n in KNOWN else [])
-    for n in CARVING])
-def test_carving_presets_keep_rivers_concave(name, size):
+def _carved(name: str, size: str, overrides: dict) -> tuple[dict, dict]:
     heights, cell = start(size)
     before = fit(heights, cell)
-    preset = find_preset(name)
+    preset = find_preset(name).with_overrides(overrides)
     terrain = Terrain.from_heights(heights, cell)
     Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                particles=preset.work(terrain)).run()
     after = slope_area(terrain.height(), cell)
-    print(f"{name} {size}: theta {before['theta']:.3f} -> {after['theta']:.3f}, "
-          f"r2 {after['r2']:.2f}")
+    print(f"{name} {size} {overrides}: theta {before['theta']:.3f} -> "
+          f"{after['theta']:.3f}, r2 {after['r2']:.2f}")
+    return before, after
+
+
+def _concave(before: dict, after: dict) -> None:
     assert 0.2 <= after["theta"] <= 0.7, after
     assert after["r2"] >= 0.6, after
     assert after["theta"] >= before["theta"] - 0.1, (before, after)
 
 
-def test_gathering_flow_is_what_keeps_the_default_concave():
-    """The same default run with the droplets' capacity of the article (gather 0, the
-    Kq and Kd of before): the rivers straighten (theta falls by more than 0.15)."""
-    heights, cell = start("30m")
-    before = fit(heights, cell)
-    preset = find_preset("default").with_overrides(
-        {"droplets.gather": 0.0, "droplets.Kq": 1500.0, "droplets.Kd": 0.01})
-    terrain = Terrain.from_heights(heights, cell)
-    Simulation(terrain, preset.enabled_params(), seed=preset.seed,
-               particles=preset.work(terrain)).run()
-    after = slope_area(terrain.height(), cell)
+@pytest.mark.parametrize("name,size", [pytest.param(
+    n, z, id=f"{n}-{z}", marks=[pytest.mark.xfail(strict=True, reason=KNOWN[n, z])]
+    if (n, z) in KNOWN else []) for n in CARVING for z in SIZES])
+def test_shipped_carving_presets_keep_rivers_concave(name, size):
+    _concave(*_carved(name, size, {}))
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("name", sorted(WITH_GATHER))
+def test_gathering_flow_keeps_rivers_concave(name, size):
+    _concave(*_carved(name, size, WITH_GATHER[name]))
+
+
+def test_without_gathering_flow_the_default_straightens_rivers():
+    """The shipped default (the article's capacity, gather 0): the rivers straighten
+    (theta falls by more than 0.15)."""
+    before, after = _carved("default", "30m", {})
     assert after["theta"] < before["theta"] - 0.15, (before, after)
