@@ -28,8 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--particles", type=int, help="override the amount of work")
     p.add_argument("--real-size", type=float, metavar="METRES",
                    help="the grid's real size: metres across its longer side (0: automatic, "
-                        "an object under 1000 units across is treated as 5 km); saved on "
-                        "the object, like --set real_size=METRES")
+                        "any object is treated as 5 km; its own width takes it as 1 unit "
+                        "= 1 m); saved on the object, like --set real_size=METRES")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards")
