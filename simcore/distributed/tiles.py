@@ -489,7 +489,7 @@ def _tile_batches(terrain, plan: Plan, seed: int, tile: tuple[int, int], blocks,
         for bi, bj, sr, sc in blocks:
             start, n = block_counts(weights, bi, bj, batch, ra, rb)
             if n > 0:
-                steps += process.run_batch(terrain, params, block_seed(seed, bi, bj) & _M64,
+                steps += process.run_batch(terrain, params, block_seed(seed, bi, bj),
                                            start, n, height, cdfs.cdf(sr, sc), **extra)
         return steps
 
