@@ -187,8 +187,9 @@ def main() -> int:
     # the panel's "particles for this grid" shows; the same count as simcore's
     s = obj.terrain_erosion
     s.apply_preset(preset)
+    s.real_size = size  # the grid is modelled in metres: 1 unit = 1 m, as simcore's world
     work = s.work(n, n, cell)
-    scale = s.real_scale(n, n, cell)  # a grid under 1 km across is treated as 5 km
+    scale = s.real_scale(n, n, cell)
     world = Terrain.from_heights(heights / scale.height_unit, scale.world_cell,
                                  world_units=False)
     assert work == preset.work(world), "add-on = simcore"
