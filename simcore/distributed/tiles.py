@@ -337,10 +337,12 @@ def _upsample(a, f: int, shape: tuple[int, int], rows: tuple[int, int] | None = 
                           centre_positions(shape[1], f, cols))
 
 
-def _simulation(terrain, params: dict, seed: int, rounds: int):
+def _simulation(terrain, params: dict, seed: int, rounds: int, **window):
+    """A simulation of ``rounds`` rounds of ``params``; ``window``: a tile's
+    ``rain_share`` and ``batches`` (Simulation)."""
     from ..engine.simulation import Simulation
     per_round = sum(int(p.batch) for p in params.values())  # type: ignore[attr-defined]
-    return Simulation(terrain, params, seed=seed, particles=rounds * per_round)
+    return Simulation(terrain, params, seed=seed, particles=rounds * per_round, **window)
 
 
 #: terrain arrays in cell units (a coarse copy divides them by its factor)
@@ -500,7 +502,7 @@ def run_tile(store: str, i: int, j: int) -> str:
     """Stage 2 (a task): tile (i, j)'s detail processes on its extent of the base, by
     the simulation's own rounds (protect masks, change records, lakes kept level), one
     epoch of rounds at a time, written to its own chunks of ``work/raw``."""
-    from ..engine.simulation import Simulation, process_params
+    from ..engine.simulation import process_params
     from ..processes import PROCESSES
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
@@ -517,14 +519,11 @@ def run_tile(store: str, i: int, j: int) -> str:
         if PROCESSES[n].per_area is not None:  # work per map: the tile's share of it
             p = PROCESSES[n].per_area(p, tile_area)
         run[n] = p
-    for n in run:
-        terrain.changes[n] = np.zeros(terrain.shape)
     blocks = _tile_blocks(plan, int(a["block"]), ((r0, r1), (c0, c1)))
     batches = _tile_batches(terrain, plan, seed, (i, j),
                             blocks, np.asarray(root["work/block_weights"][...]))
-    per_round = sum(int(p.batch) for p in run.values())  # type: ignore[attr-defined]
-    sim = Simulation(terrain, run, seed=seed, particles=rounds * per_round,
-                     rain_share=float(a["rain_share"]), batches=batches)
+    sim = _simulation(terrain, run, seed, rounds, rain_share=float(a["rain_share"]),
+                      batches=batches)  # its change records start at zero
     epochs = max(1, min(rounds, MAX_EPOCHS))
     cuts = [round(e * rounds / epochs) for e in range(epochs + 1)]
     for e in range(epochs):
