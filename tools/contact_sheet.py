@@ -8,7 +8,8 @@ S``: 30 m cells; with --drained, generate's default drained uplands), then one t
 preset after erosion, labelled with the preset id and its slope median / 99th
 percentile (degrees). Sandy tint = loose material, blue = standing water (pools). Also
 prints the landform table (world units; lakes = pools of at least 20 cells) the tiles
-show, with dry closed basins, lake share and concavity. Needs only numpy (no Blender).
+show, with dry closed basins, lake share and the channels' concavity theta before ->
+after each preset, with the fit's r². Needs only numpy (no Blender).
 """
 
 from __future__ import annotations
@@ -80,14 +81,17 @@ def tile(height: np.ndarray, sediment: np.ndarray | None, text: str,
     return np.concatenate([label(text, img.shape[1]), img], axis=0)
 
 
-def _drainage(height: np.ndarray, cell: float, pool: np.ndarray | None = None) -> str:
+def _drainage(height: np.ndarray, cell: float, pool: np.ndarray | None = None,
+              theta_before: float | None = None) -> str:
     """Dry closed basins deeper than 1 m (% of the map; lakes count at their surface),
-    the % of the map under lakes and the slope-area concavity with its r²."""
+    the % of the map under lakes and the slope-area concavity with its r² (after
+    ``theta_before``, the start's, when given)."""
     water = np.zeros_like(height) if pool is None else pool
     closed = 100.0 * landforms.closed_basin_share(height + water, cell)
     fit = landforms.slope_area(height, cell)
+    before = "" if theta_before is None else f"{theta_before:.2f}->"
     return (f"{closed:7.2f} {100.0 * float((water > 0).mean()):6.2f} "
-            f"{fit['theta']:5.2f} {fit['r2']:4.2f}")
+            f"{before + format(fit['theta'], '.2f'):>10s} {fit['r2']:4.2f}")
 
 
 def main() -> int:
@@ -106,7 +110,9 @@ def main() -> int:
     st = landforms.slope_stats(heights / cell)
     tiles = [tile(heights / cell, None,
                   f"before {st['p50']:.0f}/{st['p99']:.0f}")]
-    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3) lakes  s     closed% lake% theta  r2")
+    theta0 = landforms.slope_area(heights / cell, cell)["theta"]
+    print(f"{'preset':18s}  p50   p99  %>45 peaks  eroded(m3) lakes  s     closed% lake% "
+          f"     theta  r2")
     print(f"{'(generated)':18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
           f"{st['peaks']:5.1f} {'':22s}{_drainage(heights / cell, cell)}")
     for name in preset_files():
@@ -115,10 +121,10 @@ def main() -> int:
         st = landforms.slope_stats(terrain.height())
         dh = terrain.world_height() - heights
         vol = float(np.maximum(-dh, 0).sum()) * cell * cell
+        drained = _drainage(terrain.height(), cell, terrain.pool, theta0)
         print(f"{name:18s} {st['p50']:5.1f} {st['p99']:5.1f} {st['pct45']:5.1f} "
               f"{st['peaks']:5.1f} {vol:10.3g} {len(hydrology.lakes(terrain, 20)):5d} "
-              f"{time.perf_counter() - t0:5.1f} {_drainage(terrain.height(), cell, terrain.pool)}",
-              flush=True)
+              f"{time.perf_counter() - t0:5.1f} {drained}", flush=True)
         tiles.append(tile(terrain.height(), terrain.sediment,
                           f"{name} {st['p50']:.0f}/{st['p99']:.0f}", terrain.pool))
     gap = 6

@@ -33,11 +33,12 @@ world length it has run, ``(1 + run / gather_length)^gather``. In the article ev
 droplet carries its own capacity, so a channel's load is the number of droplets through
 it (its drainage area A) times one droplet's: transport ~ A S, whose steady profile has
 the same slope at every area (concavity theta = 0), and the droplets straighten concave
-rivers (theta 0.38 -> 0.16 under the default preset on the drained uplands). A droplet's
+rivers (theta 0.38 -> 0.16 on the drained uplands with the article's capacity). A droplet's
 run stands for the flow it belongs to (Hack's law: the area drained grows with the
 length of the longest path, A ~ L^1.7), so with ``gather`` the load grows faster than
 the area (transport ~ A^(1 + 0.6 gather) S), headwaters dig less than trunks, and
-rivers keep their concavity (docs/hillslopes.md).
+rivers keep their concavity; the shipped droplet presets use 0.75 over 100 m
+(docs/hillslopes.md).
 """
 
 from __future__ import annotations

@@ -183,28 +183,29 @@ def test_interrupt_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatch):
 
 
 def test_extent_erodes_a_map_in_other_units_as_the_world_it_stands_for(tmp_path):
-    """A heightmap in Blender-sized units (1.17 units across, heights in the same
+    """A heightmap in Blender-sized units (1.14 units across, heights in the same
     units) with --extent 1170 (metres) erodes as the same map in metres does (the
     Default preset flattens the small one when its units are taken as metres), and the
-    .npy comes back in the input's units."""
+    .npy comes back in the input's units. The units are 1/1024 m, so scaling them is
+    exact: a last-bit difference at the start would grow into other droplet paths."""
     metres = tmp_path / "m.npy"
     assert main(["generate", "--size", "40", "--seed", "2", "--cell-size", "30",
                  "--output", str(metres)]) == 0
     small = tmp_path / "small.npy"
-    np.save(small, np.load(metres) / 1000.0)
+    np.save(small, np.load(metres) / 1024.0)
     common = ["--preset", "default", "--particles", "3000", "--quiet"]
     assert main(["erode", "--input", str(metres), "--cell-size", "30", "--output",
                  str(tmp_path / "m_out.npy"), *common]) == 0
-    assert main(["erode", "--input", str(small), "--cell-size", "0.03", "--extent", "1170",
+    assert main(["erode", "--input", str(small), "--cell-size", str(30 / 1024), "--extent", "1170",
                  "--output", str(tmp_path / "s_out.npy"), *common]) == 0
-    assert main(["erode", "--input", str(small), "--cell-size", "0.03", "--output",
+    assert main(["erode", "--input", str(small), "--cell-size", str(30 / 1024), "--output",
                  str(tmp_path / "literal.npy"), *common]) == 0
     before = np.load(metres)
     in_metres = np.load(tmp_path / "m_out.npy")
-    scaled_back = np.load(tmp_path / "s_out.npy") * 1000.0
+    scaled_back = np.load(tmp_path / "s_out.npy") * 1024.0
     assert np.corrcoef((in_metres - before).ravel(), (scaled_back - before).ravel())[0, 1] >= 0.99
     assert np.ptp(scaled_back) == pytest.approx(np.ptp(in_metres), rel=0.01)
-    literal = np.load(tmp_path / "literal.npy") * 1000.0
+    literal = np.load(tmp_path / "literal.npy") * 1024.0
     assert np.ptp(literal) < 0.5 * np.ptp(before), "taken literally, the map flattens"
     # exaggerated heights: the simulation sees the true ones, the output is exaggerated
     assert main(["erode", "--input", str(metres), "--cell-size", "30",

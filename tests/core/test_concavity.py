@@ -2,8 +2,8 @@
 256² of 15 m, concavity theta 0.43 and 0.38 at the start) a preset that carves rivers
 should leave the channels' slope-area fit S ~ A^-theta with theta in 0.2-0.7, r² >= 0.6
 and theta no more than 0.1 below the start's. The shipped presets that do not yet are
-listed (strict: one that comes within the bound fails until its entry goes); with the
-droplets' gathering flow (docs/hillslopes.md) every droplet preset does.
+listed (strict: one that comes within the bound fails until its entry goes). The
+droplet presets keep them through the droplets' gathering flow (docs/hillslopes.md).
 """
 
 from __future__ import annotations
@@ -20,25 +20,10 @@ from simcore.generators.uplands import drained_uplands
 from simcore.terrain import Terrain
 
 SIZES = {"30m": (128, 30.0), "15m": (256, 15.0)}
-#: the droplets with gathering flow (docs/hillslopes.md): the capacity grows with the run
-GATHER = {"droplets.gather": 1.0, "droplets.gather_length": 60.0}
-#: presets that carve rivers, and the droplet settings with which each keeps them
-#: concave (capacity at the start of a run lowered to keep the volume moved)
-WITH_GATHER = {
-    "default": {**GATHER, "droplets.Kq": 150.0, "droplets.Kd": 0.05},
-    "droplets_only": {**GATHER, "droplets.Kq": 200.0},
-    "canyons": {**GATHER, "droplets.Kq": 1200.0},
-    "alpine": {**GATHER, "droplets.Kq": 40.0},
-    "quick_preview": {**GATHER, "droplets.Kq": 200.0},
-}
+#: the article's droplets (gather 0): every droplet carries its own capacity
+WITHOUT_GATHER = {"droplets.gather": 0.0, "droplets.Kq": 1500.0}
 #: shipped presets that do not keep the rivers concave, where, and why
-_OWN = "the droplets' own capacity (gather 0) straightens rivers"
 KNOWN = {
-    **{("default", z): _OWN + " (0.43 -> 0.17, 0.38 -> 0.15)" for z in SIZES},
-    **{("droplets_only", z): _OWN + " (0.43 -> 0.31, 0.38 -> 0.20)" for z in SIZES},
-    ("canyons", "30m"): _OWN + " (0.43 -> 0.20)",
-    ("alpine", "15m"): _OWN + " (0.38 -> 0.25)",
-    ("quick_preview", "30m"): _OWN + " (0.43 -> 0.31)",
     **{("rivers_and_lakes", z): "hydrology's particles carry their own capacity (0.43 -> "
        "0.28, 0.38 -> 0.27)" for z in SIZES},
     **{("snowball_preview", z): "the snowballs' erosion does not grow downstream (0.43 -> "
@@ -93,14 +78,8 @@ def test_shipped_carving_presets_keep_rivers_concave(name, size):
     _concave(*_carved(name, size, {}))
 
 
-@pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("name", sorted(WITH_GATHER))
-def test_gathering_flow_keeps_rivers_concave(name, size):
-    _concave(*_carved(name, size, WITH_GATHER[name]))
-
-
 def test_without_gathering_flow_the_default_straightens_rivers():
-    """The shipped default (the article's capacity, gather 0): the rivers straighten
-    (theta falls by more than 0.15)."""
-    before, after = _carved("default", "30m", {})
+    """The default with the article's droplets (their own capacity, gather 0): the
+    rivers straighten (theta falls by more than 0.15)."""
+    before, after = _carved("default", "30m", WITHOUT_GATHER)
     assert after["theta"] < before["theta"] - 0.15, (before, after)
