@@ -393,17 +393,16 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
     lift = np.empty(height.size)
     h = np.empty(height.size)  # world units, after uplift
     h_start = np.empty(height.size)
-    cells = parallel.bands(height.size)
-    start, uplift = height.reshape(-1), terrain.uplift.reshape(-1)
-    parallel.run(cells, lambda b: _lifted(start, uplift, is_outlet, cell,
-                                          params.uplift * years, lift, h, h_start, b[0],
-                                          b[1]))
+    # this pass and _apply are bound by memory: serial (threads gain little and wait
+    # for each other when another program holds a core)
+    _lifted(height.reshape(-1), terrain.uplift.reshape(-1), is_outlet, cell,
+            params.uplift * years, lift, h, h_start, 0, h.size)
     flow = drainage.route(h.reshape(shape), cell, outlet=outlet, weight=terrain.rain)
     level = flow.level.reshape(-1)
     lake = np.empty(h.size, dtype=np.uint8)
     factor = np.empty(h.size)
     erodibility, area = terrain.erodibility.reshape(-1), flow.area.reshape(-1)
-    parallel.run(cells, lambda b: _stream_factor(
+    parallel.run(parallel.bands(h.size), lambda b: _stream_factor(
         erodibility, params.k * years, area, params.head_area, flow.distance, params.m,
         params.n, level, h, is_outlet, lake, factor, b[0], b[1]))
     _incise(h, level, lake, flow.receiver, flow.stack, factor, params.n)
@@ -427,10 +426,9 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
     # the edges never change (base level): what reached them left the grid; the outflow
     # is booked from the totals, so the budget closes to rounding
     before = float(height.sum())
-    arrays = (height.reshape(-1), terrain.bedrock.reshape(-1), terrain.sediment.reshape(-1),
-              terrain.eroded.reshape(-1), terrain.deposited.reshape(-1),
-              terrain.uplifted.reshape(-1))
-    parallel.run(cells, lambda b: _apply(h, h_start, lift, cell, *arrays, b[0], b[1]))
+    _apply(h, h_start, lift, cell, height.reshape(-1), terrain.bedrock.reshape(-1),
+           terrain.sediment.reshape(-1), terrain.eroded.reshape(-1),
+           terrain.deposited.reshape(-1), terrain.uplifted.reshape(-1), 0, h.size)
     terrain.outflow += books["uplift"] - (float(height.sum()) - before)
     return books
 
