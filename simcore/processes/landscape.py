@@ -453,7 +453,7 @@ def run_batch(terrain: Terrain, params: LandscapeParams, seed: int, first: int, 
                work=work)
         done += height.size
     if done:
-        _show_water(terrain, height)
+        _show_water(terrain, height, work)
     return done
 
 
@@ -462,13 +462,13 @@ def run_batch(terrain: Terrain, params: LandscapeParams, seed: int, first: int, 
 RIVER_HEAD_AREA = 1.0e6
 
 
-def _show_water(terrain: Terrain, height: np.ndarray) -> None:
+def _show_water(terrain: Terrain, height: np.ndarray, work: dict | None = None) -> None:
     """Lakes and rivers of the evolved land: ``pool`` fills every closed depression to
     its spill level; ``stream`` marks the channels draining more than RIVER_HEAD_AREA
     (0.25 there, rising with the log of the area), so the layers, the rivers curve and
-    the lakes mesh show them."""
+    the lakes mesh show them. ``work``: the batch's arrays, lent to the routing."""
     cell = terrain.cell_size
-    flow = drainage.route(height * cell, cell, weight=terrain.rain)
+    flow = drainage.route(height * cell, cell, weight=terrain.rain, work=work)
     terrain.pool[...] = flow.lake_depth / cell
     river = np.log10(np.maximum(flow.area, 1e-300) / RIVER_HEAD_AREA)
     terrain.stream[...] = np.where(flow.area >= RIVER_HEAD_AREA,
