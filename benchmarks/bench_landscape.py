@@ -7,8 +7,16 @@ Rows:
 
 * agreement (256², or 128² with --quick): Pearson r of the height change, and the
   relief of both after the run (steady state: within 2% asked);
-* speed (1024², 512² with --quick): seconds per time step of each, measured in one
-  run, on the same uplifted start, and their ratio;
+* agreement at the steps of the presets with a landscape section (256² at 10, 30 and
+  50 m cells, 128² with --quick): their uplift, K, m, n, D, time step and age (ours
+  with ``deposition = 0``, ``head_area = 0``), from the pyramid start at that cell
+  size; ``alpha`` = D dt / dx², the concavity theta of the slope-area fit (and its
+  r²) of each, r of the height change, the relief ratio and the roughness of each
+  (mean |h - the mean of its 4 neighbours|: fastscapelib's ADI rings, a checkerboard,
+  once alpha is well above 1); where alpha > 1 (not with --quick) also both against
+  ours at a tenth of the step (the converged run);
+* speed (1024² and 2048², 512² and 1024² with --quick): seconds per time step of
+  each, measured in one run, on the same uplifted start, and their ratio;
 * drainage and landforms of our landscape presets on the generated uplands (256² x
   30 m): share of the map in closed basins deeper than 1 m, the concavity theta of
   the slope-area fit and slope percentiles, before and after.
@@ -47,27 +55,64 @@ def _ensure_fastscape() -> bool:
     return fastscape_available()
 
 
-def _start(size: int, seed: int = 1) -> np.ndarray:
-    """A low pyramid (0.3 m a cell towards the nearest edge) with 0.1 m of fractal
-    noise, edges at 0: every cell has a lower neighbour, so both codes start from one
-    drained grid and neither one's way of routing pits decides the network."""
+def _start(size: int, seed: int = 1, cell: float = CELL) -> np.ndarray:
+    """A low pyramid (slope 1% towards the nearest edge: 0.3 m a 30 m cell) with 0.1 m
+    of fractal noise, edges at 0: every cell has a lower neighbour, so both codes start
+    from one drained grid and neither one's way of routing pits decides the network."""
     rows = np.arange(size)
     to_edge = np.minimum.outer(np.minimum(rows, size - 1 - rows),
                                np.minimum(rows, size - 1 - rows))
-    h = 0.01 * CELL * to_edge + 0.1 * fractal_terrain(size, seed=seed, relief=1.0)
+    h = 0.01 * cell * to_edge + 0.1 * fractal_terrain(size, seed=seed, relief=1.0)
     h[0, :] = h[-1, :] = h[:, 0] = h[:, -1] = 0.0
     return h
 
 
-def ours(h0: np.ndarray, steps: int, params: dict = PARAMS) -> tuple[np.ndarray, float]:
+def ours(h0: np.ndarray, steps: int, params: dict = PARAMS, cell: float = CELL,
+         dt: float = DT) -> tuple[np.ndarray, float]:
     """Heights (world) after ``steps`` of our landscape process; seconds per step."""
-    t = Terrain.from_heights(h0, CELL)
-    p = landscape.LandscapeParams(**params, deposition=0.0, time_step=DT, head_area=0.0)
+    t = Terrain.from_heights(h0, cell)
+    p = landscape.LandscapeParams(**params, deposition=0.0, time_step=dt, head_area=0.0)
     height = t.height()
+    work: dict = {}  # the steps' arrays, kept as a batch keeps them
     t0 = time.perf_counter()
     for k in range(steps):
-        landscape.evolve(t, p, DT, height, rows_first=k % 2 == 0)
+        landscape.evolve(t, p, dt, height, rows_first=k % 2 == 0, work=work)
     return t.world_height(), (time.perf_counter() - t0) / max(steps, 1)
+
+
+def _roughness(h: np.ndarray) -> float:
+    """Mean |h - the mean of its 4 neighbours| over the interior (world units)."""
+    around = 0.25 * (h[:-2, 1:-1] + h[2:, 1:-1] + h[1:-1, :-2] + h[1:-1, 2:])
+    return float(np.abs(h[1:-1, 1:-1] - around).mean())
+
+
+def _preset_agreement(name: str, size: int, cell: float, fine: bool) -> dict:
+    """Ours against fastscapelib with a preset's landscape parameters and step; with
+    ``fine``, where alpha > 1, both against ours at a tenth of the step (the converged
+    run: ADI, alpha <= 1)."""
+    pr = load_preset(preset_files()[name]).params["landscape"]
+    params = {key: getattr(pr, key) for key in PARAMS}
+    steps = landscape.steps(pr)
+    h0 = _start(size, cell=cell)
+    mine, _ = ours(h0, steps, params, cell, pr.time_step)
+    ref, _ = run_fastscape(h0, cell, dt=pr.time_step, steps=steps, **params)
+    row = {"name": f"{name} {size}^2 x {cell:g} m, {steps} steps of {pr.time_step:g} yr",
+           "alpha": pr.diffusivity * pr.time_step / cell ** 2}
+    fits = {who: landforms.slope_area(hh / cell, cell) for who, hh in
+            (("ours", mine), ("fastscape", ref))}
+    row.update({"theta_ours": fits["ours"]["theta"],
+                "theta_fastscape": fits["fastscape"]["theta"],
+                "r2_ours": fits["ours"]["r2"], "r2_fastscape": fits["fastscape"]["r2"],
+                "dh_r": correlation(mine - h0, ref - h0),
+                "relief_ratio": float(np.ptp(mine) / np.ptp(ref)),
+                "rough_ours_m": _roughness(mine), "rough_fastscape_m": _roughness(ref)})
+    if fine and row["alpha"] > landscape.ADI_MOST:
+        conv, _ = ours(h0, 10 * steps, params, cell, pr.time_step / 10)
+        row.update({"theta_fine": landforms.slope_area(conv / cell, cell)["theta"],
+                    "dh_r_fine_ours": correlation(mine - h0, conv - h0),
+                    "dh_r_fine_fastscape": correlation(ref - h0, conv - h0),
+                    "rough_fine_m": _roughness(conv)})
+    return row
 
 
 def _agreement(size: int, steps: int) -> dict:
@@ -132,7 +177,13 @@ def run(quick: bool) -> list[dict]:
     rows = []
     if _ensure_fastscape():
         rows.append(_agreement(128 if quick else 256, 100 if quick else 300))
-        rows.append(_speed(512 if quick else 1024, 5 if quick else 10))
+        for name in ("young_range", "landscape_detail", "old_worn"):
+            if name in preset_files():
+                for cell in (10.0, 30.0, 50.0):
+                    rows.append(_preset_agreement(name, 128 if quick else 256, cell,
+                                                     not quick))
+        for size in ((512, 1024) if quick else (1024, 2048)):
+            rows.append(_speed(size, 3 if quick or size > 1024 else 10))
     else:
         rows.append({"name": "fastscapelib 0.3.0 not installable here: no comparison"})
     for name in ("young_range", "old_worn", "landscape_detail", "default"):

@@ -179,24 +179,31 @@ def _keep_downhill(height, level, parent, receiver, distance):
 @njit(cache=True, nogil=True)
 def build_stack(receiver, stack):
     """Order the cells so every cell comes after its receiver (outlets first), by a
-    depth-first walk up the donor tree (Braun & Willett 2013). O(n)."""
+    depth-first walk up the donor tree (Braun & Willett 2013). O(n); the donor lists
+    are 32-bit (half the memory traffic), so up to 2^31 cells."""
     n = receiver.size
-    count = np.zeros(n + 1, dtype=np.int64)
+    return stack_into(receiver, stack, np.empty(n + 1, dtype=np.int32),
+                      np.empty(max(n, 1), dtype=np.int32), np.empty(n, dtype=np.int32))
+
+
+@njit(cache=True, nogil=True)
+def stack_into(receiver, stack, start, donors, todo):
+    """:func:`build_stack` with its scratch given: ``start`` (n + 1), ``donors`` and
+    ``todo`` (n), int32, any contents."""
+    n = receiver.size
+    # donors of r: donors[start[r-1] .. start[r]] once placed (start[-1] read as 0)
+    start[:] = 0
     for k in range(n):
         r = receiver[k]
         if r != k:
-            count[r + 1] += 1
+            start[r + 1] += 1
     for k in range(n):
-        count[k + 1] += count[k]
-    fill = count[:n].copy()
-    donors = np.empty(max(count[n], 1), dtype=np.int64)
-    for k in range(n):
+        start[k + 1] += start[k]
+    for k in range(n):  # placing r's donors walks start[r] to the start of r+1's
         r = receiver[k]
         if r != k:
-            donors[fill[r]] = k
-            fill[r] += 1
-    todo = np.empty(n, dtype=np.int64)
-    top = 0
+            donors[start[r]] = k
+            start[r] += 1
     m = 0
     for k in range(n):
         if receiver[k] != k:
@@ -208,7 +215,7 @@ def build_stack(receiver, stack):
             c = todo[top]
             stack[m] = c
             m += 1
-            for t in range(count[c], count[c + 1]):
+            for t in range(start[c - 1] if c > 0 else 0, start[c]):
                 todo[top] = donors[t]
                 top += 1
     return m
@@ -426,21 +433,25 @@ class Drainage:
 
 
 def route(height: np.ndarray, cell_size: float = 1.0, *, outlet: np.ndarray | None = None,
-          weight: np.ndarray | None = None) -> Drainage:
+          weight: np.ndarray | None = None, work: dict | None = None) -> Drainage:
     """Route water over ``height`` (2-D, float64) to the ``outlet`` cells (the edges by
     default); ``weight`` (per cell, default 1) scales each cell's contribution to the
-    drainage area (e.g. a rain map)."""
+    drainage area (e.g. a rain map). ``work``, a dict kept by the caller across calls
+    on one grid, lends the arrays (the result's included: valid until the next call
+    with it), so repeated routing does not map fresh memory each time."""
     height = np.ascontiguousarray(height, dtype=np.float64)
     shape = height.shape
     outlet = edge_outlets(shape) if outlet is None else np.ascontiguousarray(
         outlet, dtype=np.uint8)
-    level = np.empty(shape)
     n = height.size
-    receiver = np.empty(n, dtype=np.int64)
-    distance = np.empty(n)
-    stack = np.empty(n, dtype=np.int64)
+    work = {} if work is None else work
+    level = buffer(work, "level", shape)
+    receiver = buffer(work, "receiver", n, np.int64)
+    distance = buffer(work, "distance", n)
+    stack = buffer(work, "stack", n, np.int64)
     steepest_receivers(height, outlet, receiver, distance)
-    build_stack(receiver, stack)
+    stack_into(receiver, stack, buffer(work, "start", n + 1, np.int32),
+               buffer(work, "donors", max(n, 1), np.int32), buffer(work, "todo", n, np.int32))
     if resolve_pits(height, outlet, receiver, distance, stack, level,
                     n // MOST_PITS) < 0:  # pitted everywhere: flood is faster
         routed = np.empty(shape)
@@ -450,12 +461,27 @@ def route(height: np.ndarray, cell_size: float = 1.0, *, outlet: np.ndarray | No
         _keep_downhill(height, level, parent, receiver, distance)
         build_stack(receiver, stack)
     cell_area = cell_size * cell_size
-    w = (np.full(n, cell_area) if weight is None
-         else np.ascontiguousarray(weight, dtype=np.float64).reshape(-1) * cell_area)
-    area = np.empty(n)
+    w = buffer(work, "weight", n)
+    if weight is None:
+        w[:] = cell_area
+    else:
+        np.multiply(np.ascontiguousarray(weight, dtype=np.float64).reshape(-1), cell_area,
+                    out=w)
+    area = buffer(work, "area", n)
     accumulate(stack, receiver, w, area)
-    return Drainage(level, receiver, distance * cell_size, stack, area.reshape(shape),
-                    height)
+    distance *= cell_size
+    return Drainage(level, receiver, distance, stack, area.reshape(shape), height)
+
+
+def buffer(work: dict, name: str, shape: int | tuple[int, ...], dtype: type = np.float64
+           ) -> np.ndarray:
+    """The array ``work[name]`` when it has this shape and type, else a new one kept
+    there (contents undefined)."""
+    want = (shape,) if isinstance(shape, int) else tuple(shape)
+    kept = work.get(name)
+    if kept is None or kept.shape != want or kept.dtype != dtype:
+        kept = work[name] = np.empty(want, dtype=dtype)
+    return kept
 
 
 def depression_depth(height: np.ndarray, outlet: np.ndarray | None = None) -> np.ndarray:
