@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
     g.add_argument("--seed", type=int, default=0, help="noise seed (0)")
     g.add_argument("--relief", type=float,
                    help="height range in world units (drained: what two million years "
-                   "of evolution make, about 0.085 x the extent, 660 for 256 cells of "
+                   "of evolution make, about 0.09 x the extent, 690 for 256 cells of "
                    "30; --raw: 0.12 x the extent, 920)")
     g.add_argument("--raw", action="store_true",
                    help="the fractal noise itself, without the evolution that drains it "
