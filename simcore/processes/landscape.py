@@ -342,15 +342,15 @@ def _diffuse(h: np.ndarray, alpha: float, rows_first: bool = True,
         return
     a = _GAMMA * alpha
     blend = (1.0 - _GAMMA) / _GAMMA
-    along_rows = _thomas(cols - 2, a)
-    along_cols = _thomas(rows - 2, a)
+    inv_r, up_r = _thomas(cols - 2, a)
+    inv_c, up_c = _thomas(rows - 2, a)
     for sweep in ((0, 1) if rows_first else (1, 0)):
         if sweep == 0:
             parallel.run(parallel.bands(rows), lambda b: _sdirk_rows(
-                h, scratch, a, blend, *along_rows, b[0], b[1]))
+                h, scratch, a, blend, inv_r, up_r, b[0], b[1]))
         else:
             parallel.run(parallel.bands(cols), lambda b: _sdirk_cols(
-                h, scratch, a, blend, *along_cols, b[0], b[1]))
+                h, scratch, a, blend, inv_c, up_c, b[0], b[1]))
 
 
 @njit(cache=True, nogil=True)
