@@ -295,6 +295,31 @@ def check_input(path: str | os.PathLike) -> Path:
     return shown
 
 
+def open_input(path: str | os.PathLike) -> IO[bytes]:
+    """Open the input ``path`` for reading in binary, refusing what is not a regular
+    file as :func:`check_input` does, but judged on the file actually opened: a file
+    replaced by a FIFO between a check and the open (a bake frame read ahead while it
+    is being replaced) cannot make the reader wait for ever. The open does not block
+    (O_NONBLOCK where the system has it); OSError as ``open`` raises it (a folder:
+    IsADirectoryError)."""
+    shown = Path(path)
+    fd = os.open(shown, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(shown))
+        if not stat.S_ISREG(mode):
+            kind = next((text for test, text in _KINDS if test(mode)), "not a file")
+            raise InputFileError(f"cannot read {shown}: it is {kind}, not a regular file; "
+                                 "give the path of a file")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 #: Environment variable that replaces the measured available memory (bytes, or a number
 #: with K, M or G: "512M"): lets tests and users see what a run on a smaller machine
 #: would be told.

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..fields import EXTRA_UNITS
-from ..fileio import atomic_write, check_input, check_memory
+from ..fileio import atomic_write, check_input, check_memory, open_input
 from ..params import SEED_RANGE
 from ..terrain import (
     BYTES_PER_CELL,
@@ -388,9 +388,9 @@ def read_npz_arrays(path: str | Path) -> dict[str, np.ndarray]:
     (see :func:`_npy_from_bytes`). OSError, zipfile.BadZipFile or StateFileError on a
     missing or damaged file; InputFileError for a FIFO or device."""
     out = {}
-    path = check_input(path)
+    path = Path(path)
     try:
-        with zipfile.ZipFile(path) as zf:
+        with open_input(path) as f, zipfile.ZipFile(f) as zf:
             for info in zf.infolist():
                 if not info.filename.endswith(".npy"):
                     continue
