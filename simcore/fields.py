@@ -73,6 +73,9 @@ CORE_FIELDS: tuple[Field, ...] = (
           "never changes)", lo=0.0, hi=1.0, input=True),
     Field("tree_seeding", "fraction", "chance a tree may take root here", default=1.0,
           lo=0.0, hi=1.0, input=True),
+    Field("rock_layer", "factor", "the rock layer of the column at the bedrock's top: its "
+          "index (0 = the column's first) plus how deep inside it (0..1); 0 without a "
+          "rock column", lo=0.0, exact="te_rock_layer"),
 )
 
 #: Units of the .npz entries that are not terrain arrays.

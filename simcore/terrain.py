@@ -13,6 +13,7 @@ import numpy as np
 
 from .errors import InputFileError, UserError
 from .fields import Field
+from .rock import column_from
 
 
 def fields() -> dict[str, Field]:
@@ -141,11 +142,15 @@ class Terrain:
     metres); ``trees`` holds rows (x, y, size): x = column, y = row (cell units),
     size 0..1; ``changes`` maps a process name to how much it has raised (+) or lowered
     (-) the ground of every cell so far (cell units; kept by the Simulation, the
-    processes that ran add up to the whole change of the ground).
+    processes that ran add up to the whole change of the ground). ``rock`` is the rock
+    column (:class:`simcore.rock.RockColumn`) or None (one rock throughout);
+    ``rock_now`` is set by the Simulation while a process batch runs on a column with
+    critical angles: the tangent of the critical angle of each cell's layer (NaN: the
+    hillslope process's own) and that layer's erodibility factor.
     """
 
     def __init__(self, *, cell_size: float = 1.0, outflow: float = 0.0,
-                 trees: Any = None, **arrays: Any) -> None:
+                 trees: Any = None, rock: Any = None, **arrays: Any) -> None:
         known = fields()
         unknown = [n for n in arrays if n not in known]
         missing = [n for n in known if n not in arrays]
@@ -157,6 +162,8 @@ class Terrain:
         self.outflow = outflow
         self.trees = np.zeros((0, 3)) if trees is None else trees
         self.changes: dict[str, np.ndarray] = {}
+        self.rock = rock
+        self.rock_now: tuple[np.ndarray, np.ndarray] | None = None
 
     def __getattr__(self, name: str) -> np.ndarray:
         arrays = self.__dict__.get("_arrays")
@@ -177,7 +184,7 @@ class Terrain:
 
     @classmethod
     def from_heights(cls, heights: Any, cell_size: float = 1.0, *,
-                     world_units: bool = True, **arrays: Any) -> Terrain:
+                     world_units: bool = True, rock: Any = None, **arrays: Any) -> Terrain:
         """Make a terrain whose bedrock is ``heights``.
 
         With ``world_units`` the heights are world heights and are divided by
@@ -205,7 +212,7 @@ class Terrain:
         for name, f in fields().items():
             if name not in values:
                 values[name] = _placed(f.default, slots[name], bedrock.shape)
-        terrain = cls(**values, cell_size=cell_size)
+        terrain = cls(**values, cell_size=cell_size, rock=rock)
         terrain.validate()
         return terrain
 
@@ -273,9 +280,10 @@ class Terrain:
             raise TerrainError(f"'trees' has positions outside the {rows}x{cols} grid "
                                "(x must be in 0..cols-1, y in 0..rows-1)")
         self.trees = np.ascontiguousarray(trees, dtype=np.float64)
+        self.rock = column_from(self.rock)
 
     def copy(self) -> Terrain:
         slots = {name: slot for slot, name in enumerate(fields())}
         return Terrain(**{n: _placed(a, slots[n]) for n, a in self.arrays().items()},
                        cell_size=self.cell_size, outflow=self.outflow,
-                       trees=np.array(self.trees, dtype=np.float64))
+                       trees=np.array(self.trees, dtype=np.float64), rock=self.rock)

@@ -28,7 +28,8 @@ from ..kernels.primitives import (
 )
 from ..params import ParameterError, Params
 from ..processes import FIELDS, PROCESSES
-from ..terrain import Terrain
+from ..rock import Strata
+from ..terrain import Terrain, grid
 
 
 def process_params(name: str, values: dict[str, Any] | None = None,
@@ -104,12 +105,15 @@ class Simulation:
     A window of a larger world (a tile of a tiled run) gives the world's ``rain_share``
     (else the terrain's own) and ``batches``: what runs a process's particles
     ``first .. first + count`` on the window (:data:`Batches`; by default the process's
-    ``run_batch`` with this simulation's seed, starts spread by the rain map).
+    ``run_batch`` with this simulation's seed, starts spread by the rain map), and
+    ``window`` = (its first row and column, the world's shape) places the rock column's
+    frame.
     """
 
     def __init__(self, terrain: Terrain, processes: dict[str, Params], *, seed: int = 0,
                  particles: int = 100_000, rounds_done: int = 0,
-                 rain_share: float | None = None, batches: Batches | None = None) -> None:
+                 rain_share: float | None = None, batches: Batches | None = None,
+                 window: tuple[tuple[int, int], tuple[int, int]] | None = None) -> None:
         if not processes:
             raise ParameterError("no process is enabled; enable at least one")
         unknown = [n for n in processes if n not in PROCESSES]
@@ -147,6 +151,15 @@ class Simulation:
         self.protect_held = 0.0
         #: what processes keep from one batch to the next (simcore.kernels.scratch)
         self._scratch: dict[str, Any] = {}
+        #: the rock column laid over the grid (None: one rock throughout) and the grids
+        #: a batch reads it through (:meth:`_rock_begin`)
+        self._strata: Strata | None = None
+        if terrain.rock is not None:
+            self._strata = Strata(terrain.rock, terrain.shape, terrain.cell_size,
+                                  *(window or ()))
+            self._rock_grids = (grid(terrain.shape, 1), np.empty(terrain.shape),
+                                np.empty(terrain.shape))
+            self.update_rock_layer()
 
     def _fixed_rounds(self) -> int:
         """Rounds the processes with a fixed amount of work need in all (Process.passes:
@@ -210,12 +223,14 @@ class Simulation:
         masked = bool(self.terrain.protect.any())  # no process writes the protect map
         for name, params in self._run_params.items():
             batch = int(params.batch)
+            own = self._rock_begin()  # the rock column's layers at the bedrock
             # masks: the protect map
             held = protect_begin(self.terrain, protect_sources(name)) if masked else None
             level_in_booking = self._level_in_booking(name, held)
             surface = None if level_in_booking else self._water_surface(name)
             self.steps += self._batch(name, params, r * batch, rounds * batch)
             self.protect_held += protect_end(self.terrain, held, self._height)
+            self._rock_end(own)
             change = self._change_view(name)
             if surface is not None:  # the lakes' relevel below changes no ground
                 self._keep_water_surface(*surface)
@@ -233,6 +248,40 @@ class Simulation:
             # this process's change booked; ``before`` becomes the next one's ground
             parallel.run(spans, functools.partial(_book, height, before, change))
         self.rounds_done += rounds
+        self.update_rock_layer()
+
+    def update_rock_layer(self) -> None:
+        """Write the exposed layer of the rock column into ``terrain.rock_layer`` (nothing
+        without a column)."""
+        if self._strata is None:
+            return
+        t = self.terrain
+        scaled, _, _ = self._rock_grids
+        self._strata.evaluate(t.bedrock, t.erodibility, scaled, t.rock_layer)
+
+    def _rock_begin(self) -> np.ndarray | None:
+        """Before a batch on a rock column: the terrain's erodibility becomes its map x
+        the erodibility of each cell's layer at its bedrock, and ``terrain.rock_now``
+        gives the layers' critical angles when they have any. Returns the map to put
+        back (:meth:`_rock_end`); None without a column."""
+        if self._strata is None:
+            return None
+        t = self.terrain
+        own = t.erodibility
+        scaled, critical, factor = self._rock_grids
+        if self._strata.has_angles:
+            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer, critical, factor)
+            t.rock_now = (critical, factor)
+        else:
+            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer)
+        t.erodibility = scaled
+        return own
+
+    def _rock_end(self, own: np.ndarray | None) -> None:
+        """Undo :meth:`_rock_begin` after the batch."""
+        if own is not None:
+            self.terrain.erodibility = own
+            self.terrain.rock_now = None
 
     def _level_in_booking(self, name: str, held: _Held | None) -> bool:
         """Whether the water stays level over process ``name``'s moves in the pass that

@@ -29,6 +29,7 @@ from ..engine.simulation import PROCESSES, process_params
 from ..errors import InputFileError, describe_os_error
 from ..fileio import atomic_write, check_input
 from ..params import SEED_RANGE, ParameterError, Params, describe_range, hidden
+from ..rock import RockColumn, RockError
 
 #: Folder of the presets shipped with the project (next to simcore in the repo,
 #: inside the package in the built extension).
@@ -78,6 +79,9 @@ class Preset:
     ridges: Params | None = None
     #: optional real size (REAL_SIZE_KEY): metres across, 0 = automatic, None = not set
     real_size: float | None = None
+    #: optional [rock] table (simcore.rock.RockColumn): the layers below the surface; it
+    #: replaces the terrain's own column when the preset runs (None: left as it is)
+    rock: RockColumn | None = None
 
     def work(self, terrain: Any) -> int:
         """Total particles on ``terrain``: rain per area x its world area when
@@ -120,6 +124,9 @@ class Preset:
                     out.particles_per_area = 0.0  # an explicit total wins
                 continue
             proc, _, field = key.partition(".")
+            if proc == ROCK_TABLE:
+                out.rock = _rock_override(out.rock, field, value, key)
+                continue
             if proc not in PROCESSES:
                 raise PresetError(f"--set {key}: unknown process '{proc}'; known: "
                                   f"{', '.join(PROCESSES)}")
@@ -132,6 +139,36 @@ class Preset:
             merged = {**current.to_dict(), field: value}
             out.params[proc] = process_params(proc, merged, f"--set {key}")
         return out
+
+
+#: the table of a preset (and the prefix of ``--set`` keys) that holds the rock column
+ROCK_TABLE = "rock"
+
+
+def _rock_override(rock: RockColumn | None, field: str, value: Any,
+                   key: str) -> RockColumn:
+    """The column with one frame setting (``rock.dip``) or one layer's setting
+    (``rock.layers.2.erodibility``, layers counted from 1) changed."""
+    if rock is None:
+        raise PresetError(f"--set {key}: the preset has no [rock] table; add one (a list "
+                          "of layers) before changing its settings")
+    data = rock.to_dict()
+    parts = field.split(".")
+    try:
+        if parts[0] == "layers" and len(parts) == 3:
+            data["layers"][int(parts[1]) - 1][parts[2]] = value
+        elif len(parts) == 1 and parts[0] != "layers":
+            data[parts[0]] = value
+        else:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise PresetError(f"--set {key}: use 'rock.KEY' for the frame (dip, fold_amplitude, "
+                          f"...) or 'rock.layers.N.KEY' with N from 1 to "
+                          f"{len(rock.layers)}") from None
+    try:
+        return RockColumn.from_dict(data, f"--set {key}")
+    except RockError as exc:
+        raise PresetError(str(exc)) from None
 
 
 def _check_sim_key(key: str, value: Any, where: str) -> int:
@@ -187,6 +224,11 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
                     raise PresetError(f"{where}: [simulation] unknown key '{key}'; allowed "
                                       f"keys: {', '.join(keys)}")
                 setattr(preset, key, _check_sim_key(key, value, f"{where}: [simulation]"))
+        elif table == ROCK_TABLE:
+            try:
+                preset.rock = RockColumn.from_dict(values, f"{where}: [{ROCK_TABLE}]")
+            except RockError as exc:
+                raise PresetError(str(exc)) from None
         elif table == "ridges":
             from ..generators.ridges import RidgeParams
             preset.ridges = RidgeParams.from_dict(values, f"{where}: [ridges]")
@@ -199,7 +241,7 @@ def parse_preset(data: dict[str, Any], where: str, name: str = "") -> Preset:
             preset.params[table] = process_params(table, values, f"{where}: [{table}]")
         else:
             raise PresetError(f"{where}: unknown table [{table}]; allowed: preset, "
-                              f"simulation, {', '.join(PROCESSES)}")
+                              f"simulation, ridges, {ROCK_TABLE}, {', '.join(PROCESSES)}")
     if not preset.enabled_params():
         raise PresetError(f"{where}: no process is enabled; add e.g. [droplets] "
                           "with enabled = true")
@@ -266,6 +308,8 @@ def find_preset(name: str, dirs: list[Path] | None = None) -> Preset:
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(value)
@@ -285,6 +329,15 @@ def dump_preset(preset: Preset) -> str:
         for f in dataclasses.fields(preset.ridges):  # type: ignore[arg-type]
             lines.append(f"{f.name} = {_toml_value(getattr(preset.ridges, f.name))}"
                          f"  # {f.metadata['doc']}")
+    if preset.rock is not None:
+        lines += ["", f"[{ROCK_TABLE}]"]
+        rock = preset.rock.to_dict()
+        for key, value in rock.items():
+            if key != "layers":
+                lines.append(f"{key} = {_toml_value(value)}")
+        for layer in rock["layers"]:
+            lines += ["", f"[[{ROCK_TABLE}.layers]]"]
+            lines += [f"{key} = {_toml_value(value)}" for key, value in layer.items()]
     for name in PROCESSES:
         if name not in preset.params:
             continue

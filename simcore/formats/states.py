@@ -22,6 +22,7 @@ from ..errors import UserError
 from ..fields import EXTRA_UNITS
 from ..fileio import atomic_write, check_input, check_memory, open_input
 from ..params import SEED_RANGE
+from ..rock import RockError, column_from
 from ..terrain import (
     BYTES_PER_CELL,
     MAX_CELLS,
@@ -58,6 +59,8 @@ def save_state(path: str | Path, terrain: Terrain, metadata: dict[str, Any]) -> 
     grids, units = state_grids(terrain)
     meta = {**metadata, "cell_size": terrain.cell_size, "outflow": terrain.outflow,
             "units": units}
+    if terrain.rock is not None:  # the rock column (simcore.rock), world units
+        meta["rock"] = terrain.rock.to_dict()
     arrays = {**grids, "trees": terrain.trees, "metadata": np.array(json.dumps(meta))}
     return atomic_write(path, lambda f: write_npz(f, arrays))
 
@@ -277,13 +280,14 @@ def load_state(path: str | Path) -> tuple[Terrain, dict[str, Any]]:
         terrain = Terrain.from_heights(bedrock, cell_size, world_units=False, **arrays)
         terrain.outflow = outflow
         terrain.trees = trees
+        terrain.rock = column_from(meta.get("rock"), "metadata 'rock'")
         terrain.validate()
         for name, change in changes.items():
             if not name.isidentifier() or len(name) > 64:
                 raise TerrainError(f"'{CHANGE_PREFIX}{name}' does not name a process")
             terrain.changes[name] = as_float_grid(CHANGE_PREFIX + name, change,
                                                    terrain.shape) / cell_size
-    except TerrainError as exc:
+    except (TerrainError, RockError) as exc:
         raise StateFileError(f"{where}: {exc}") from None
     return terrain, meta
 

@@ -76,7 +76,8 @@ def start_from_heights(heights: np.ndarray, preset: Any, cell: float,
     if getattr(preset, "ridges", None) is not None:  # [ridges]: DLA mountains first
         from ..generators.ridges import add_ridges
         heights = add_ridges(heights, cell, preset.ridges)
-    return Start(Terrain.from_heights(heights, cell), 0, vertical / scale)
+    return Start(Terrain.from_heights(heights, cell, rock=getattr(preset, "rock", None)), 0,
+                 vertical / scale)
 
 
 def load_start(path: str, preset: Any, *, cell_size: float | None = None,
@@ -100,6 +101,8 @@ def load_start(path: str, preset: Any, *, cell_size: float | None = None,
         if not checked:
             check_grid_run(terrain.shape, processes)
         rounds_done = int(meta.get("rounds_done", 0)) if meta.get("seed") == preset.seed else 0
+        if getattr(preset, "rock", None) is not None:  # the preset's layers replace the state's
+            terrain.rock = preset.rock
         return Start(terrain, rounds_done, 1.0)
     if name.endswith(".npy"):
         cell = arguments.cell_size(cell_size)
