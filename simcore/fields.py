@@ -40,6 +40,9 @@ class Field:
     #: a record of material that entered the ground from outside the grid here (uplift):
     #: the mass budget counts it as an input, the protect mask holds it back like ground
     source: bool = False
+    #: what keeps the array up to date when no process writes it (the simulation, from
+    #: the rock column): shown in the docs' table
+    kept_by: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -65,7 +68,9 @@ CORE_FIELDS: tuple[Field, ...] = (
     Field("eroded", "depth", "material removed here so far", lo=0.0, exact="te_eroded"),
     Field("deposited", "depth", "material laid down here so far", lo=0.0,
           exact="te_deposited"),
-    Field("erodibility", "factor", "bedrock softness factor (1 = as soft as sediment)",
+    Field("erodibility", "factor", "bedrock softness factor (1 = as soft as sediment; "
+          "above 1 speeds the landscape's stream power and weathering, particles take "
+          "rock at most as readily as sediment)",
           default=1.0, lo=0.0, hi=10.0, input=True),
     Field("rain", "factor", "relative droplet start weight per cell", default=1.0, lo=0.0,
           input=True),
@@ -75,7 +80,8 @@ CORE_FIELDS: tuple[Field, ...] = (
           lo=0.0, hi=1.0, input=True),
     Field("rock_layer", "factor", "the rock layer of the column at the bedrock's top: its "
           "index (0 = the column's first) plus how deep inside it (0..1); 0 without a "
-          "rock column", lo=0.0, exact="te_rock_layer"),
+          "rock column", lo=0.0, exact="te_rock_layer",
+          kept_by="the simulation, from the rock column"),
 )
 
 #: Units of the .npz entries that are not terrain arrays.

@@ -246,20 +246,22 @@ class Strata:
     fault plane at each cell, world units) worked out once, and :meth:`evaluate` that
     finds the layer at each cell's bedrock.
 
-    ``offset`` (rows, cols) and ``world_shape`` place a window of a larger map (a tile)
-    in the frame of the whole map, so that a tile's layers are the world's.
+    ``centre`` (row, column: fractional cell indices of this grid) is where the map's
+    centre lies, the frame's origin: the grid's own centre by default; a window of a
+    larger map (a tile) or a coarse copy of it gives the world's, so that its layers are
+    the world's.
     """
 
     def __init__(self, column: RockColumn, shape: tuple[int, int], cell_size: float,
-                 offset: tuple[int, int] = (0, 0),
-                 world_shape: tuple[int, int] | None = None) -> None:
+                 centre: tuple[float, float] | None = None) -> None:
         self.column = column
         self.shape = (int(shape[0]), int(shape[1]))
         self.cell_size = float(cell_size)
         frame = column.frame
-        rows, cols = world_shape or self.shape
-        r = (np.arange(self.shape[0]) + offset[0] - 0.5 * (rows - 1)) * self.cell_size
-        c = (np.arange(self.shape[1]) + offset[1] - 0.5 * (cols - 1)) * self.cell_size
+        if centre is None:
+            centre = (0.5 * (self.shape[0] - 1), 0.5 * (self.shape[1] - 1))
+        r = (np.arange(self.shape[0]) - centre[0]) * self.cell_size
+        c = (np.arange(self.shape[1]) - centre[1]) * self.cell_size
         x, y = c[None, :], r[:, None]
         dx, dy = _azimuth(frame.dip_direction)
         top = frame.top - math.tan(math.radians(frame.dip)) * (x * dx + y * dy)

@@ -28,7 +28,8 @@ def fields_section() -> str:
     rows[0] += " written by |"
     rows[1] += "---|"
     for i, name in enumerate(FIELDS, start=2):
-        rows[i] += f" {', '.join(writers[name]) or '(never changed)'} |"
+        rows[i] += (f" {', '.join(writers[name]) or FIELDS[name].kept_by or '(never changed)'}"
+                    " |")
     note = ("Generated from `simcore/fields.py` and the process descriptors by "
             "`python -m tools.docs`. Unit `cell` = world length / cell size in simcore "
             "and in `.npz` states (`metadata[\"units\"]`); on the mesh the float "

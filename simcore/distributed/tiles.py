@@ -56,6 +56,7 @@ from ..errors import OutputPathError, UserError
 from ..fileio import make_folder
 from ..formats import images
 from ..kernels.sampling import centre_positions, sample_lattice
+from ..rock import column_from
 
 #: side of a world block of particle starts, in squares (cells), for a margin of 64
 #: (block_size gives 16..64: half the margin): a tile runs only the blocks wholly
@@ -339,7 +340,7 @@ def _upsample(a, f: int, shape: tuple[int, int], rows: tuple[int, int] | None = 
 
 def _simulation(terrain, params: dict, seed: int, rounds: int, **window):
     """A simulation of ``rounds`` rounds of ``params``; ``window``: a tile's
-    ``rain_share`` and ``batches`` (Simulation)."""
+    ``rain_share``, ``batches`` and ``rock_centre`` (Simulation)."""
     from ..engine.simulation import Simulation
     per_round = sum(int(p.batch) for p in params.values())  # type: ignore[attr-defined]
     return Simulation(terrain, params, seed=seed, particles=rounds * per_round, **window)
@@ -367,6 +368,7 @@ def run_global(store: str, params: dict, seed: int, rounds: int, coarse: int) ->
             _global_coarse(root, params, seed, rounds, coarse)
         return "ok"
     terrain = _read_terrain(src, None, root.attrs["cell_size"])
+    terrain.rock = column_from(root.attrs.get("rock"))
     base = root["work/base"]
     if params:
         _simulation(terrain, params, seed, rounds).run()
@@ -385,10 +387,13 @@ def _global_coarse(root, params: dict, seed: int, rounds: int, f: int) -> None:
     small = {n: downsample_blocks(src[n], f, block) for n in fields()}
     for n in LENGTHS:
         small[n] /= f  # cell units of the coarse grid
-    t = Terrain(**small, cell_size=float(root.attrs["cell_size"]) * f)
+    t = Terrain(**small, cell_size=float(root.attrs["cell_size"]) * f,
+                rock=root.attrs.get("rock"))
     t.validate()
     start = {n: getattr(t, n).copy() for n in ADDED}
-    _simulation(t, params, seed, rounds).run()
+    # the world's centre, fine index (n - 1) / 2, in coarse cells (k f + (f - 1) / 2)
+    centre = ((plan.shape[0] - f) / (2.0 * f), (plan.shape[1] - f) / (2.0 * f))
+    _simulation(t, params, seed, rounds, rock_centre=centre).run()
     out = root["work/coarse"]
     for n in ADDED:
         out[f"delta_{n}"][...] = (getattr(t, n) - start[n]) * f
@@ -510,6 +515,7 @@ def run_tile(store: str, i: int, j: int) -> str:
     plan = Plan.of(a)
     (r0, r1), (c0, c1) = plan.extents(0)[i], plan.extents(1)[j]
     terrain = base_window(root, a, (r0, r1), (c0, c1))
+    terrain.rock = column_from(a.get("rock"))
     seed, rounds = int(a["seed"]), int(a["rounds"])
     world_shape = plan.shape
     tile_area = (r1 - r0) * (c1 - c0) / float(world_shape[0] * world_shape[1])
@@ -522,8 +528,9 @@ def run_tile(store: str, i: int, j: int) -> str:
     blocks = _tile_blocks(plan, int(a["block"]), ((r0, r1), (c0, c1)))
     batches = _tile_batches(terrain, plan, seed, (i, j),
                             blocks, np.asarray(root["work/block_weights"][...]))
+    centre = (0.5 * (world_shape[0] - 1) - r0, 0.5 * (world_shape[1] - 1) - c0)
     sim = _simulation(terrain, run, seed, rounds, rain_share=float(a["rain_share"]),
-                      batches=batches)  # its change records start at zero
+                      batches=batches, rock_centre=centre)  # change records start at zero
     epochs = max(1, min(rounds, MAX_EPOCHS))
     cuts = [round(e * rounds / epochs) for e in range(epochs + 1)]
     for e in range(epochs):
@@ -862,6 +869,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
     enabled = preset.enabled_params()
     glob = {n: p for n, p in enabled.items() if n in map_processes(enabled)}
     detail = {n: p for n, p in enabled.items() if n not in glob}
+    # the rock column: the preset's, else the start's own (a state's)
+    rock = preset.rock if preset.rock is not None else getattr(terrain, "rock", None)
     missing = uncovered_blocks(plan)  # make_plan refuses such plans: never here
     assert not missing, f"blocks outside every tile's extent: {missing}"
     root = zarr.open_group(str(store), mode="w")
@@ -906,6 +915,7 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         "seed": int(preset.seed),
         "rounds": int(rounds), "coarse": int(coarse), "rain_share": float(rain_share),
         "preset": preset.name,
+        "rock": rock.to_dict() if rock is not None else None,
         "global": {n: p.to_dict() for n, p in glob.items()},
         "detail": {n: p.to_dict() for n, p in detail.items()},
         "arrays": arrays, "changes": changes,
@@ -1067,7 +1077,8 @@ def load_world(store: str | Path):
     root = zarr.open_group(str(store), mode="r")
     attrs = dict(root.attrs)
     t = Terrain(**{n: root[n][...] for n in fields()}, cell_size=attrs["cell_size"],
-                trees=root["trees"][...] if "trees" in root else None)
+                trees=root["trees"][...] if "trees" in root else None,
+                rock=attrs.get("rock"))
     for n in attrs.get("changes", []):
         t.changes[n] = root[f"change_{n}"][...] / attrs["cell_size"]
     t.validate()

@@ -106,14 +106,14 @@ class Simulation:
     (else the terrain's own) and ``batches``: what runs a process's particles
     ``first .. first + count`` on the window (:data:`Batches`; by default the process's
     ``run_batch`` with this simulation's seed, starts spread by the rain map), and
-    ``window`` = (its first row and column, the world's shape) places the rock column's
-    frame.
+    ``rock_centre`` the world's centre in the window's cells (rock.Strata), where the
+    rock column's frame is.
     """
 
     def __init__(self, terrain: Terrain, processes: dict[str, Params], *, seed: int = 0,
                  particles: int = 100_000, rounds_done: int = 0,
                  rain_share: float | None = None, batches: Batches | None = None,
-                 window: tuple[tuple[int, int], tuple[int, int]] | None = None) -> None:
+                 rock_centre: tuple[float, float] | None = None) -> None:
         if not processes:
             raise ParameterError("no process is enabled; enable at least one")
         unknown = [n for n in processes if n not in PROCESSES]
@@ -156,7 +156,7 @@ class Simulation:
         self._strata: Strata | None = None
         if terrain.rock is not None:
             self._strata = Strata(terrain.rock, terrain.shape, terrain.cell_size,
-                                  *(window or ()))
+                                  rock_centre)
             self._rock_grids = (grid(terrain.shape, 1), np.empty(terrain.shape),
                                 np.empty(terrain.shape))
             self.update_rock_layer()

@@ -93,10 +93,12 @@ def uplift_at(k, amount, height, bedrock, uplifted):
 @njit(cache=True)
 def exchange(k, dig, lay, height, bedrock, sediment, eroded, deposited, erodibility):
     """At cell ``k`` remove up to ``dig`` >= 0 (sediment first, then bedrock scaled by
-    erodibility) and lay ``lay`` >= 0 of sediment down (:func:`transfer`, height
-    written). Returns the material removed."""
+    erodibility, at most 1: rock never gives more than loose sediment would, or a
+    particle would dig beyond what it asked for, into a pit that deepens without end)
+    and lay ``lay`` >= 0 of sediment down (:func:`transfer`, height written). Returns
+    the material removed."""
     from_sed = min(dig, sediment[k])
-    rock = (dig - from_sed) * erodibility[k]
+    rock = (dig - from_sed) * min(erodibility[k], 1.0)
     return transfer(k, from_sed, rock, lay, height, bedrock, sediment, eroded, deposited)
 
 

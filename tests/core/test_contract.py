@@ -26,6 +26,7 @@ from simcore.generators.noise import fractal_terrain
 from simcore.kernels import parallel
 from simcore.kernels.primitives import exchange, put_at, put_bilinear, take, transfer
 from simcore.processes import FIELDS
+from simcore.rock import RockColumn
 from simcore.terrain import Terrain
 
 NAMES = list(PROCESSES)
@@ -79,7 +80,8 @@ def test_transfer_moves_exactly_what_it_is_given_and_books_it(
        erodibility=st.floats(0.0, 10.0), r=st.integers(0, 3), c=st.integers(0, 4))
 def test_exchange_take_and_put_are_transfer(grid, rock, dig, lay, erodibility, r, c):
     """The helpers the particle kernels use are the primitive, bit for bit, on 2-D
-    grids (tuple cells) and 1-D views (flat cells)."""
+    grids (tuple cells) and 1-D views (flat cells); a particle never takes more rock
+    than it asked for."""
     def state():  # height, bedrock, sediment, eroded, deposited, erodibility
         return (grid + rock + grid, grid + rock, grid.copy(), grid.copy(), grid * 0.5,
                 np.full(grid.shape, erodibility))
@@ -88,7 +90,9 @@ def test_exchange_take_and_put_are_transfer(grid, rock, dig, lay, erodibility, r
     got = exchange((r, c), dig, lay, h, b, s, e, d, er)
     h2, b2, s2, e2, d2, _ = state()
     from_sed = min(dig, grid[r, c])
-    want = transfer((r, c), from_sed, (dig - from_sed) * erodibility, lay, h2, b2, s2, e2, d2)
+    # rock gives at most what sediment would (erodibility above 1 counts as 1)
+    want = transfer((r, c), from_sed, (dig - from_sed) * min(erodibility, 1.0), lay, h2, b2,
+                    s2, e2, d2)
     assert got == want
     for x, y in ((h, h2), (b, b2), (s, s2), (e, e2), (d, d2)):
         assert np.array_equal(x, y)
@@ -167,10 +171,27 @@ CASES += [(n, "preset", _capped(p), 30.0) for n in NAMES
 IDS = [f"{n}-{v}" for n, v, _, _ in CASES]
 
 
+def column(heights, cell: float) -> RockColumn:
+    """A rock column cut by the terrain ``heights`` (cell units): hard, soft and very soft
+    layers a fifth of the relief thick, with critical angles, tilted, folded, faulted and
+    wobbled."""
+    relief = max(float(np.ptp(heights)) * cell, 1e-3)
+    span = heights.shape[1] * cell
+    return RockColumn.from_dict({
+        "layers": [{"thickness": relief / 5, "erodibility": 0.2, "rock_angle": 60.0},
+                   {"thickness": relief / 4, "erodibility": 1.5},
+                   {"thickness": relief / 6, "erodibility": 4.0, "rock_angle": 25.0}],
+        "top": float(heights.max()) * cell, "dip": 20.0, "dip_direction": 30.0,
+        "fold_amplitude": relief / 3, "fold_wavelength": span / 2, "fold_axis": 100.0,
+        "fault_throw": relief / 4, "fault_strike": 10.0, "fault_dip": 60.0,
+        "noise_amplitude": relief / 10, "noise_wavelength": span / 3, "seed": 5})
+
+
 def terrain(rows: int, cols: int, seed: int, cell: float, *, protect: bool = True,
-            wet: bool = False) -> Terrain:
+            wet: bool = False, rock: bool = False) -> Terrain:
     """A generated terrain (cell units) with patchy soil, varied erodibility and rain,
-    and a protect mask: a fully protected block and a half protected band."""
+    and a protect mask: a fully protected block and a half protected band; with
+    ``rock``, a rock column below it (:func:`column`)."""
     rng = np.random.default_rng(seed)
     heights = fractal_terrain(rows, cols, seed=seed % 997)
     arrays_ = {
@@ -188,7 +209,8 @@ def terrain(rows: int, cols: int, seed: int, cell: float, *, protect: bool = Tru
             arrays_[field] = rng.random((rows, cols))
         arrays_["pool"] = np.where(rng.random((rows, cols)) < 0.1, rng.random((rows, cols)),
                                    0.0)
-    t = Terrain.from_heights(heights, cell, world_units=False, **arrays_)
+    t = Terrain.from_heights(heights, cell, world_units=False,
+                             rock=column(heights, cell) if rock else None, **arrays_)
     t.trees = np.column_stack([rng.uniform(0, cols - 1, 5), rng.uniform(0, rows - 1, 5),
                                rng.uniform(0.1, 1.0, 5)])
     return t
@@ -220,13 +242,14 @@ def assert_same(a: dict, b: dict, what: str) -> None:
 
 @pytest.mark.parametrize("name,variant,params,cell", CASES, ids=IDS)
 @settings(max_examples=10)
-@given(seed=st.integers(0, 2**63 - 1), rows=st.integers(6, 24), cols=st.integers(6, 24))
+@given(seed=st.integers(0, 2**63 - 1), rows=st.integers(6, 24), cols=st.integers(6, 24),
+       rock=st.booleans())
 def test_conserves_mass_stays_finite_and_respects_protect(name, variant, params, cell, seed,
-                                                          rows, cols):
+                                                          rows, cols, rock):
     """(a) total material + outflow - protect_held is the start, and the eroded /
     deposited records explain each cell's change; (c) no NaN/inf; (d) cells with
-    protect 1 keep their ground bit for bit."""
-    t = terrain(rows, cols, seed, cell)
+    protect 1 keep their ground bit for bit; with or without a rock column."""
+    t = terrain(rows, cols, seed, cell, rock=rock)
     t0 = t.copy()
     sim = run(t, name, params, seed)
     for field, a in t.arrays().items():
@@ -262,15 +285,15 @@ def test_deterministic_for_any_thread_count_and_slicing(name, variant, params, c
     try:
         for threads in (1, min(2, parallel.most_threads())):
             parallel.set_threads(threads)
-            t = terrain(24, 20, 5, cell)
+            t = terrain(24, 20, 5, cell, rock=True)
             sim = run(t, name, params, seed)
             results[f"{threads} thread(s), one run"] = snapshot(t, sim)
-        t = terrain(24, 20, 5, cell)
+        t = terrain(24, 20, 5, cell, rock=True)
         sim = Simulation(t, {name: params}, seed=seed, particles=ROUNDS * per_round)
         while not sim.advance(0.0).done:
             pass
         results["a round per call"] = snapshot(t, sim)
-        t = terrain(24, 20, 5, cell)
+        t = terrain(24, 20, 5, cell, rock=True)
         first = Simulation(t, {name: params}, seed=seed, particles=ROUNDS * per_round)
         first.advance(0.0)  # one round, saved; the rest resumes from its count
         assert first.rounds_done == 1
@@ -288,7 +311,7 @@ def test_deterministic_for_any_thread_count_and_slicing(name, variant, params, c
         assert held == pytest.approx(ref["protect_held"], rel=1e-12, abs=1e-12)
         assert_same({k: v for k, v in ref.items() if k != "protect_held"}, res,
                     f"{label0} vs {label}")
-    start = snapshot(terrain(24, 20, 5, cell))
+    start = snapshot(terrain(24, 20, 5, cell, rock=True))
     assert any(not np.array_equal(start[f], ref[f]) for f in set(GROUND) | written(name)), \
         "the process did something (else the comparison proves nothing)"
 

@@ -87,7 +87,7 @@ def _brush_reference(xp, yp, amount, floor, radius, height, bedrock, sediment, e
         dig = min(w * scale, max(height[y, x] - floor, 0.0))
         s0 = sediment[y, x]
         from_sed = min(dig, s0)
-        rock = (dig - from_sed) * erodibility[y, x]
+        rock = (dig - from_sed) * min(erodibility[y, x], 1.0)
         sediment[y, x] = (s0 - from_sed) + 0.0
         bedrock[y, x] = bedrock[y, x] - rock
         height[y, x] = bedrock[y, x] + sediment[y, x]
