@@ -16,6 +16,8 @@ WET_DEPTH = 1e-6
 HALF_GRAY_DEPTH = 1.0
 #: Arrays shown as d / (d + HALF_GRAY_DEPTH): the depths of simcore/fields.py.
 DEPTH_LIKE = tuple(f.name for f in FIELDS.values() if f.kind == "depth" and f.color)
+#: The array of the exposed rock layer (kept by the simulation on a rock column).
+ROCK_LAYER = "rock_layer"
 #: The float layer of each process's change: ``te_change_<process>`` (local units).
 CHANGE_LAYER_PREFIX = "te_change_"
 #: The float layers' names start so; a map (export, a multi-layer EXR channel) is the
@@ -23,14 +25,17 @@ CHANGE_LAYER_PREFIX = "te_change_"
 LAYER_PREFIX = "te_"
 
 
-def produced(processes) -> list[str]:
+def produced(processes, rock: bool = False) -> list[str]:
     """The terrain arrays with a float layer (``Field.exact``) that ``processes``
-    write, in their order (a name that is no process is passed over)."""
+    write, in their order (a name that is no process is passed over), then, on a rock
+    column (``rock``), the exposed layer the simulation keeps."""
     names: list[str] = []
     for name in processes:
         for out in (PROCESSES[name].writes if name in PROCESSES else ()):
             if out in FIELDS and FIELDS[out].exact and out not in names:
                 names.append(out)
+    if rock:
+        names.append(ROCK_LAYER)
     return names
 
 
@@ -60,7 +65,8 @@ def exported_maps(terrain, height_unit: float, processes=None) -> dict[str, np.n
     ran = list(terrain.changes) if processes is None else list(processes)
     unit = float(height_unit)
     maps = {"height": terrain.height() * unit}
-    items = [("float", n) for n in produced(ran)] + [("change", p) for p in terrain.changes]
+    items = ([("float", n) for n in produced(ran, terrain.rock is not None)]
+             + [("change", p) for p in terrain.changes])
     for kind, name in items:
         attribute, values, factor = float_layer(terrain, kind, name, unit)
         maps[attribute[len(LAYER_PREFIX):]] = np.asarray(values, np.float64) * factor

@@ -186,3 +186,32 @@ def test_an_absurd_column_is_one_clear_message(bad, words, tmp_path):
     path = save_state(tmp_path / "s.npz", t, {"rock": bad})
     with pytest.raises(Exception, match="s.npz"):
         load_state(path)
+
+
+def test_the_command_line_erodes_a_preset_with_a_column_and_keeps_it(tmp_path):
+    """A preset file with [rock] on a heightmap: the state holds the column and the
+    exposed layers; resumed, the state's column is the one that runs; --set changes it."""
+    from simcore.analysis.layers import exported_maps
+    from simcore.cli.main import main
+    preset = tomllib.loads(dump_preset(find_preset("droplets_only")))
+    preset["simulation"]["particles_per_area"] = 0.0
+    preset["simulation"]["particles"] = 3000
+    preset["rock"] = {"top": 60.0, "layers": [{"thickness": 15.0, "erodibility": 0.05},
+                                              {"thickness": 25.0, "erodibility": 1.0}]}
+    text = dump_preset(parse_preset(preset, "rocky.toml", "rocky"))
+    (tmp_path / "rocky.toml").write_text(text)
+    rng = np.random.default_rng(2)
+    heights = np.add.outer(np.linspace(0, 80, 32), np.zeros(32)) + rng.normal(0, 1, (32, 32))
+    np.save(tmp_path / "h.npy", heights)
+    out = tmp_path / "s.npz"
+    assert main(["erode", "--preset", str(tmp_path / "rocky.toml"), "--input",
+                 str(tmp_path / "h.npy"), "--output", str(out), "--cell-size", "5",
+                 "--quiet"]) == 0
+    t, meta = load_state(out)
+    assert meta["rock"]["layers"][0]["erodibility"] == 0.05
+    assert t.rock is not None and 0 < t.rock_layer.max() < 2
+    assert "rock_layer" in exported_maps(t, t.cell_size)
+    again = tmp_path / "s2.npz"
+    assert main(["erode", "--preset", str(tmp_path / "rocky.toml"), "--input", str(out),
+                 "--output", str(again), "--set", "rock.dip=30", "--quiet"]) == 0
+    assert load_state(again)[1]["rock"]["dip"] == 30.0
