@@ -50,7 +50,7 @@ def generated(size: int, seed: int, old: bool, extent_cells: int = 0
 def erode(heights: np.ndarray, cell: float, name: str) -> tuple[Terrain, float]:
     """Erode world ``heights`` with preset ``name``; returns the terrain and seconds."""
     preset = find_preset(name)
-    terrain = Terrain.from_heights(heights, cell)
+    terrain = Terrain.from_heights(heights, cell, rock=preset.rock)
     work = preset.work(terrain) if hasattr(preset, "work") else preset.particles
     sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed, particles=work)
     t0 = time.perf_counter()

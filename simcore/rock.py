@@ -21,7 +21,8 @@ frame:
   resolution).
 
 At each cell the rock is the layer at its bedrock elevation (the top of the rock, under
-any sediment), found again before every process batch as the ground goes down
+any sediment) less the rock uplift has raised there so far (the layers rise with the
+rock), found again before every process batch as the ground goes down
 (:class:`Strata`): its erodibility multiplies the terrain's erodibility map, and its
 critical angle (when it has one) is the hillslope process's for that cell. The
 ``rock_layer`` array records the layer exposed at each cell: its index plus how deep
@@ -300,16 +301,21 @@ class Strata:
     def evaluate(self, bedrock: np.ndarray, erodibility: np.ndarray,
                  erodibility_out: np.ndarray, layer_out: np.ndarray,
                  critical_out: np.ndarray | None = None,
-                 layer_erodibility_out: np.ndarray | None = None) -> None:
+                 layer_erodibility_out: np.ndarray | None = None,
+                 uplifted: np.ndarray | None = None) -> None:
         """For every cell: the layer at its bedrock (cell units); ``erodibility_out`` =
         ``erodibility`` x the layer's, ``layer_out`` = index + depth fraction inside it,
         ``critical_out`` (when given) the tangent of the layer's critical angle (NaN: the
-        hillslope process's own), ``layer_erodibility_out`` the layer's factor alone."""
+        hillslope process's own), ``layer_erodibility_out`` the layer's factor alone.
+        ``uplifted`` (cell units): rock raised from below so far; the layers rose with
+        it, so a cell's rock is the layer at its bedrock minus that."""
         n = bedrock.size
         crit = critical_out if critical_out is not None else np.empty(0)
         own = layer_erodibility_out if layer_erodibility_out is not None else np.empty(0)
-        flat = (bedrock.reshape(-1), erodibility.reshape(-1), erodibility_out.reshape(-1),
-                layer_out.reshape(-1), crit.reshape(-1), own.reshape(-1))
+        rise = uplifted if uplifted is not None else np.empty(0)
+        flat = (bedrock.reshape(-1), rise.reshape(-1), erodibility.reshape(-1),
+                erodibility_out.reshape(-1), layer_out.reshape(-1), crit.reshape(-1),
+                own.reshape(-1))
         f = self.column.frame
 
         def band(span: tuple[int, int]) -> None:
@@ -322,13 +328,14 @@ class Strata:
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _evaluate(first, last, cell, top, plane, fault, throw, bounds, erod, crit, repeat,
-              bedrock, erodibility, erodibility_out, layer_out, critical_out,
+              bedrock, uplifted, erodibility, erodibility_out, layer_out, critical_out,
               layer_erodibility_out):
     """:meth:`Strata.evaluate` on cells ``first .. last - 1`` (flat arrays)."""
     n = erod.size
     period = bounds[n]
+    risen = uplifted.size > 0
     for i in range(first, last):
-        z = bedrock[i] * cell
+        z = (bedrock[i] - uplifted[i] if risen else bedrock[i]) * cell
         depth = top[i] - z
         if fault and z > plane[i]:
             depth -= throw

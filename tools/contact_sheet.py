@@ -69,7 +69,7 @@ def label(text: str, width: int, scale: int = 3) -> np.ndarray:
 
 def erode(heights: np.ndarray, cell: float, name: str) -> Terrain:
     preset = find_preset(name)
-    terrain = Terrain.from_heights(heights, cell)
+    terrain = Terrain.from_heights(heights, cell, rock=preset.rock)
     Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                particles=preset.work(terrain)).run()
     return terrain

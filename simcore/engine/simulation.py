@@ -257,7 +257,18 @@ class Simulation:
             return
         t = self.terrain
         scaled, _, _ = self._rock_grids
-        self._strata.evaluate(t.bedrock, t.erodibility, scaled, t.rock_layer)
+        self._strata.evaluate(t.bedrock, t.erodibility, scaled, t.rock_layer,
+                              uplifted=self._uplifted())
+
+    def _uplifted(self) -> np.ndarray | None:
+        """Rock raised from below so far (the source records, Field.source), which
+        carried its layers up with it; None when no process raises rock."""
+        sources = [name for name, f in FIELDS.items() if f.source]
+        if not sources:
+            return None
+        if len(sources) == 1:
+            return getattr(self.terrain, sources[0])
+        return self.terrain.sources()
 
     def _rock_begin(self) -> np.ndarray | None:
         """Before a batch on a rock column: the terrain's erodibility becomes its map x
@@ -270,10 +281,12 @@ class Simulation:
         own = t.erodibility
         scaled, critical, factor = self._rock_grids
         if self._strata.has_angles:
-            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer, critical, factor)
+            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer, critical, factor,
+                                  self._uplifted())
             t.rock_now = (critical, factor)
         else:
-            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer)
+            self._strata.evaluate(t.bedrock, own, scaled, t.rock_layer,
+                                  uplifted=self._uplifted())
         t.erodibility = scaled
         return own
 

@@ -57,7 +57,7 @@ def _carved(name: str, size: str, overrides: dict) -> tuple[dict, dict]:
     heights, cell = start(size)
     before = fit(heights, cell)
     preset = find_preset(name).with_overrides(overrides)
-    terrain = Terrain.from_heights(heights, cell)
+    terrain = Terrain.from_heights(heights, cell, rock=preset.rock)
     Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                particles=preset.work(terrain)).run()
     after = slope_area(terrain.height(), cell)

@@ -43,7 +43,7 @@ def eroded(name: str, size: int, small: bool = False) -> tuple[Terrain, float]:
     ``size``^2, and its total material before (cell units x cells)."""
     heights, cell = (small_world if small else world)(size)
     preset = find_preset(name)
-    terrain = Terrain.from_heights(heights, cell)
+    terrain = Terrain.from_heights(heights, cell, rock=preset.rock)
     total0 = terrain.total_material()
     Simulation(terrain, preset.enabled_params(), seed=preset.seed,
                particles=preset.work(terrain)).run()

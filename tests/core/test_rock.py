@@ -215,3 +215,23 @@ def test_the_command_line_erodes_a_preset_with_a_column_and_keeps_it(tmp_path):
     assert main(["erode", "--preset", str(tmp_path / "rocky.toml"), "--input", str(out),
                  "--output", str(again), "--set", "rock.dip=30", "--quiet"]) == 0
     assert load_state(again)[1]["rock"]["dip"] == 30.0
+
+
+def test_the_layers_rise_with_the_rock_uplift_raises():
+    """Uplift with no erosion (k 0, no diffusion) raises rock and its layers together:
+    every cell keeps its layer; with rivers, it is erosion that exposes new layers."""
+    z = np.add.outer(np.linspace(0, 100, 24), np.linspace(0, 40, 24))
+    col = RockColumn.from_dict({"top": 120.0, "layers": [{"thickness": 7.0},
+                                                        {"thickness": 11.0}]})
+    still = process_params("landscape", {"k": 0.0, "diffusivity": 0.0, "uplift": 1e-3,
+                                         "age": 2e5, "time_step": 1e4})
+    t = Terrain.from_heights(z, 10.0, rock=col)
+    sim = Simulation(t, {"landscape": still}, seed=0, particles=1)
+    start = t.rock_layer.copy()
+    sim.run()
+    assert t.uplifted.max() * 10.0 > 150.0, "more than the column's period was raised"
+    assert np.abs(t.rock_layer - start).max() < 1e-9, "rounding only"
+    cutting = still.replace(k=2e-5)
+    t = Terrain.from_heights(z, 10.0, rock=col)
+    Simulation(t, {"landscape": cutting}, seed=0, particles=1).run()
+    assert np.abs(t.rock_layer - start).max() > 0.1
