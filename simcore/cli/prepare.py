@@ -33,6 +33,7 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     from ..engine.simulation import PROCESSES, Simulation, process_params
     from ..formats.presets import find_preset
     from ..generators.noise import fractal_terrain
+    from ..rock import RockColumn
     from ..terrain import Terrain
 
     heights = fractal_terrain(SIDE, seed=1, relief=4.0)
@@ -40,14 +41,18 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     # a process runs with its defaults and with the Default preset's values, whose
     # branches may differ (a creep of 0 by default, 25 m² in the preset)
     preset = find_preset("default").enabled_params()
+    column = RockColumn.from_dict({"top": 2.0, "dip": 5.0, "fault_throw": 0.5, "layers": [
+        {"thickness": 1.0, "erodibility": 0.5, "rock_angle": 50.0}, {"thickness": 1.5}]})
 
     def run_process(name: str) -> Callable[[], None]:
         def job() -> None:
             ours = preset.get(name, process_params(name))
             for params in dict.fromkeys((process_params(name), ours)):
-                # a painted protect mask has kernels of its own, and so has a run without
+                # a painted protect mask has kernels of its own, and so has a run without;
+                # the masked run also reads a rock column (layers with angles)
                 for masked in (True, False):
-                    terrain = Terrain.from_heights(heights.copy(), 1.0)
+                    terrain = Terrain.from_heights(heights.copy(), 1.0,
+                                                   rock=column if masked else None)
                     terrain.protect[0, 0] = 0.5 if masked else 0.0
                     Simulation(terrain, {name: params}, seed=0, particles=1).run_round()
         return job
