@@ -23,24 +23,26 @@ snowball           +48      copies of rock, sediment and heights and three scrat
 hydrology          +32      the lake search's scratch (stamps, queue keys and cells:
                             28) and three byte maps; measured +2 on hills whose
                             lakes are small, 32 when lakes cover the map
-thermal            +52      kept for the whole run (simcore/kernels/scratch.py): scratch
-                            grids (+16: talus shares, which the creep's column
-                            solve reuses, and new heights; +24 before, measured
-                            +23-24), the fine grid's lists of moved cells and marks
-                            (+11: two int32 lists, touched only where cells move,
-                            and the moved and queued marks) and the multigrid's
-                            coarse copies (+25 allocated: six quarter grids, their
-                            state before a pass, lists and marks, 4/3 for the
-                            levels below; measured +20-22 in whole default runs);
-                            the default preset measured 226 at 1024² and 231 at
-                            2048²
+thermal            +63      kept for the whole run (simcore/kernels/scratch.py): scratch
+                            grids (+24: talus shares, which the creep's column
+                            solve reuses, new heights and each cell's critical
+                            rock slope; +16 before that last one, +24 before,
+                            measured +23-24), the fine grid's lists of moved cells
+                            and marks (+11: two int32 lists, touched only where
+                            cells move, and the moved and queued marks) and the
+                            multigrid's coarse copies (+28 allocated: seven quarter
+                            grids, their state before a pass, lists and marks, 4/3
+                            for the levels below; with six grids +25, measured
+                            +20-22 in whole default runs); the default preset
+                            measured 226 at 1024² and 231 at 2048² before the
+                            critical slopes (+11) were kept
 wind                +2      the particle track map; measured 0
 droplets, trees      0      work per particle, not per cell
 ============  ============  =========================================================
 
-So the default preset (droplets, hydrology, thermal, trees) is estimated at 274 bytes a
-cell (measured 215-229 at 512² and 1024² with the multigrid): 1.15 GB at 2048², 4.6 GB
-at 4096². A host adds its own
+So the default preset (droplets, hydrology, thermal, trees) is estimated at 285 bytes a
+cell (measured 215-229 at 512² and 1024² with the multigrid, before thermal kept its
+critical slopes): 1.2 GB at 2048², 4.8 GB at 4096². A host adds its own
 copies per cell (``extra_per_cell``): Blender's add-on about 270 more for the default
 preset's layers, trees and water (addon/data/writeback.py bytes_per_vertex; a live run
 measured 372-386 bytes a vertex in all, estimated 454).

@@ -52,6 +52,15 @@ way when it is too steep. One *pass* over the whole grid does:
    (:func:`_prolong`), whose sweeps then fix what the coarse grid could not see. The
    long moves are made on the small grids.
 
+Each cell's critical rock slope is worked out once a batch (:func:`_critical_grid`):
+``tan(rock_angle)`` over its erodibility (at most 1; erodibility 0 never fails). On a
+rock column (:mod:`simcore.rock`) whose layers have critical angles of their own
+(``terrain.rock_now``, set by the Simulation for the batch), a cell in such a layer
+takes that angle instead, steepened only by the erodibility map and the protect mask,
+not again by the layer's own factor (its hardness is in its angle); the coarse grids of
+the multigrid take each block's steepest critical slope. Weathering, loosening and creep
+scale with the erodibility (the layer's factor included) in either case.
+
 Angles are geometric, so the landforms they bound are the same at any resolution;
 ``weathering`` and ``soil_depth`` are world lengths per pass and ``creep`` world length
 squared per pass, converted with the terrain's cell size. At a cell size of 1 a pass
@@ -111,6 +120,7 @@ MULTIGRID_CELLS = 64 * 64
 #: the coarsest grid may sweep this many times ``relax_sweeps`` (it is small and
 #: carries the longest moves)
 COARSEST_SWEEPS = 4
+_NONE = np.empty(0)  # no rock column's angles (_critical_grid)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +178,28 @@ def _critical(rock, erodibility):
     return rock / e if e > 0.0 else math.inf
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _critical_grid(rock, first, last, erodibility, layer_critical, layer_factor, out):
+    """Each cell's critical rock slope, cells ``first .. last - 1`` (flat arrays):
+    :func:`_critical` of ``rock`` and its erodibility, except on a rock column
+    (``layer_critical`` not empty) where its layer has an angle of its own (its
+    tangent, inf for 90 degrees; NaN: none): that tangent divided by the erodibility
+    without the layer's factor ``layer_factor`` (the map and the protect mask, at most
+    1), so that the layer's own hardness is in its angle and not counted twice.
+    Elementwise: any bands."""
+    if layer_critical.size == 0:
+        for i in range(first, last):
+            out[i] = _critical(rock, erodibility[i])
+        return
+    for i in range(first, last):
+        tan = layer_critical[i]
+        if math.isnan(tan):
+            out[i] = _critical(rock, erodibility[i])
+        else:
+            f = layer_factor[i]
+            out[i] = _critical(tan, erodibility[i] / f if f > 0.0 else 0.0)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _conductance(creep, upper, lower, erodibility, talus):
     """Creep conductance between neighbours at heights ``upper`` >= ``lower`` (cell
@@ -200,10 +232,11 @@ def _send_scan(talus, crit, height, r, c, r0, r1, c0, c1, h, b):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibility,
-          talus_share, row_excess):
-    """Weather rows ``first .. last - 1``, loosen rock above its critical slope and work
-    out what each of their cells sends down its talus: ``talus_share`` (per unit of
-    talus excess towards a neighbour). ``row_excess[r]``: the largest excess in row r.
+          critical, talus_share, row_excess):
+    """Weather rows ``first .. last - 1``, loosen rock above its critical slope (each
+    cell's in ``critical``: :func:`_critical_grid`) and work out what each of their
+    cells sends down its talus: ``talus_share`` (per unit of talus excess towards a
+    neighbour). ``row_excess[r]``: the largest excess in row r.
     Rows are independent (a cell writes only itself), so row bands may run on several
     threads."""
     rows, cols = height.shape
@@ -220,7 +253,7 @@ def _send(k, first, last, height, bedrock, sediment, eroded, deposited, erodibil
                 transfer((np.int64(r), c), 0.0, w, w, None, bedrock, sediment, eroded, deposited)
             # one scan of the neighbours for both tests: the loosening below keeps the
             # surface, and no cell's height is written in this sweep
-            crit = _critical(k.rock, erodibility[r, c])
+            crit = critical[r, c]
             rmax, dmax, dsum = _send_scan(k.talus, crit, height, r, c, r0, r1, c0, c1, h,
                                           bedrock[r, c])
             if rmax > 0.0:
@@ -373,7 +406,7 @@ def _mark(m, nowf, marks, at, count):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, stamp, keys, cells, top):
+def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, cf, qf, stamp, keys, cells, top):
     """Push the cells next to ``m`` (and ``m``) that lie in flat range ``lo .. hi - 1``,
     were not looked at yet in this sweep (``qf`` below its ``stamp``) and would move now
     (:func:`_unstable`) on the band's heap (highest first), marking them ``stamp``; the
@@ -385,7 +418,7 @@ def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, stamp, keys, cells
         for cc in range(max(c - 1, 0), min(c + 2, cols)):
             i = rr * cols + cc
             if lo <= i < hi and qf[i] < stamp:  # not looked at yet in this sweep
-                if _unstable(k, i, rows, cols, hf, bf, sf, kf):
+                if _unstable(k, i, rows, cols, hf, bf, sf, cf):
                     qf[i] = stamp
                     top = heap_push(keys, cells, top, -hf[i], i)
                 else:  # resting (nothing moves while the heap is filled): once is enough
@@ -394,12 +427,12 @@ def _queue_near(k, m, lo, hi, cols, rows, hf, bf, sf, kf, qf, stamp, keys, cells
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _unstable(k, i, rows, cols, hf, bf, sf, kf):
-    """Whether relaxation would move cell ``i`` now: rock above its critical slope, or
-    loose material above its talus slope."""
+def _unstable(k, i, rows, cols, hf, bf, sf, cf):
+    """Whether relaxation would move cell ``i`` now: rock above its critical slope
+    (``cf[i]``), or loose material above its talus slope."""
     r = i // cols
     c = i - r * cols
-    crit = _critical(k.rock, kf[i])
+    crit = cf[i]
     loose = sf[i] > 1e-12
     for rr in range(max(r - 1, 0), min(r + 2, rows)):
         for cc in range(max(c - 1, 0), min(c + 2, cols)):
@@ -412,18 +445,18 @@ def _unstable(k, i, rows, cols, hf, bf, sf, kf):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _unstable_row(k, r, height, bedrock, sediment, erodibility, flags):
+def _unstable_row(k, r, height, bedrock, sediment, critical, flags):
     """``flags[c]`` = :func:`_unstable` of cell (r, c) for every column but the first
     and last, for a row ``r`` inside the grid: the same tests of the same numbers, but
     every neighbour tested (no early return), so the loop runs on the vector units
     (3.5x faster than :func:`_unstable` cell by cell on a 2048² grid)."""
     cols = height.shape[1]
     up, mid, down = height[r - 1], height[r], height[r + 1]
-    b, s, e = bedrock[r], sediment[r], erodibility[r]
+    b, s, cr = bedrock[r], sediment[r], critical[r]
     talus = k.talus
     slope = talus * _SQRT2
     for c in range(1, cols - 1):
-        crit = _critical(k.rock, e[c])
+        crit = cr[c]
         diag = crit * _SQRT2
         rock = b[c]
         h = mid[c]
@@ -456,7 +489,7 @@ def _headroom(k, m, rows, cols, hf):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment, erodibility,
+def _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment, critical,
                    keys, cells):
     """Push every cell of rows ``first .. last - 1`` that would move now
     (:func:`_unstable`) on an empty heap (highest first), in order, marking it
@@ -464,19 +497,19 @@ def _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment, ero
     made the rest of :func:`_relax_band` slower.)"""
     rows, cols = height.shape
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
-    kf, qf = erodibility.reshape(-1), queued.reshape(-1)
+    cf, qf = critical.reshape(-1), queued.reshape(-1)
     flags = np.zeros(cols, dtype=np.bool_)
     top = 0
     for r in range(first, last):
         inside = 0 < r < rows - 1
         if inside:
-            _unstable_row(k, r, height, bedrock, sediment, erodibility, flags)
+            _unstable_row(k, r, height, bedrock, sediment, critical, flags)
         for c in range(cols):
             i = r * cols + c
             if inside and 0 < c < cols - 1:
                 unstable = flags[c]
             else:
-                unstable = _unstable(k, i, rows, cols, hf, bf, sf, kf)
+                unstable = _unstable(k, i, rows, cols, hf, bf, sf, cf)
             if unstable:
                 qf[i] = stamp
                 top = heap_push(keys, cells, top, -hf[i], i)
@@ -486,7 +519,7 @@ def _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment, ero
 @njit(nogil=True, cache=True, error_model="numpy")
 def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, now, starts,
                 counts, moved, queued, height, bedrock, sediment, eroded, deposited,
-                erodibility):
+                erodibility, critical):
     """One relaxation sweep over rows ``first .. last - 1`` (band ``own``), highest cell
     first, each cell seeing its higher neighbours' updates, so a slide runs down a whole
     slope in one sweep: rock above the critical slope breaks loose, then loose material
@@ -506,23 +539,23 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, n
     rows, cols = height.shape
     hf, bf, sf = height.reshape(-1), bedrock.reshape(-1), sediment.reshape(-1)
     ef, df, kf = eroded.reshape(-1), deposited.reshape(-1), erodibility.reshape(-1)
-    mf, qf = moved.reshape(-1), queued.reshape(-1)
+    cf, mf, qf = critical.reshape(-1), moved.reshape(-1), queued.reshape(-1)
     lo, hi = first * cols, last * cols
     keys = np.empty(hi - lo)
     cells = np.empty(hi - lo, dtype=np.int64)
     top = 0
     if everything:  # every cell that would move now
         top = _push_unstable(k, first, last, stamp, queued, height, bedrock, sediment,
-                             erodibility, keys, cells)
+                             critical, keys, cells)
     else:
         for y in range(ylo, yhi):
             for j in range(counts[0, y]):
                 top = _queue_near(k, before[starts[y] + j], lo, hi, cols, rows, hf, bf, sf,
-                                  kf, qf, stamp, keys, cells, top)
+                                  cf, qf, stamp, keys, cells, top)
             if odd and y != own:
                 for j in range(counts[1, y]):
                     top = _queue_near(k, now[starts[y] + j], lo, hi, cols, rows, hf, bf,
-                                      sf, kf, qf, stamp, keys, cells, top)
+                                      sf, cf, qf, stamp, keys, cells, top)
     at = starts[own]
     count = 0
     worst = 0.0
@@ -541,7 +574,7 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, n
         dsum = 0.0
         n = 0
         steepest = i
-        crit = _critical(k.rock, kf[i])
+        crit = cf[i]
         for rr in range(max(r - 1, 0), min(r + 2, rows)):
             for cc in range(max(c - 1, 0), min(c + 2, cols)):
                 if rr == r and cc == c:
@@ -594,7 +627,7 @@ def _relax_band(k, first, last, ylo, yhi, own, everything, odd, stamp, before, n
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _relax_bands(k, ids, edges, everything, stamp, before, now, starts, counts, moved, queued,
-                 height, bedrock, sediment, eroded, deposited, erodibility):
+                 height, bedrock, sediment, eroded, deposited, erodibility, critical):
     """:func:`_relax_band` for each band in ``ids`` (all even or all odd: they never
     touch the same cell), in turn; returns the largest amount moved."""
     bands = edges.size - 1
@@ -603,7 +636,8 @@ def _relax_bands(k, ids, edges, everything, stamp, before, now, starts, counts, 
         worst = max(worst, _relax_band(k, edges[b], edges[b + 1], max(b - 1, 0),
                                        min(b + 2, bands), b, everything, b % 2 == 1, stamp,
                                        before, now, starts, counts, moved, queued, height,
-                                       bedrock, sediment, eroded, deposited, erodibility))
+                                       bedrock, sediment, eroded, deposited, erodibility,
+                                       critical))
     return worst
 
 
@@ -617,11 +651,13 @@ def _unmark(now, starts, counts, moved):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _coarsen(first, last, bedrock, sediment, erodibility, cb, cs, ch, ck):
+def _coarsen(first, last, bedrock, sediment, erodibility, critical, cb, cs, ch, ck, cc):
     """Rows ``first .. last - 1`` of a 2x-coarsened copy: each coarse cell is the mean
     of a 2x2 block in the coarse cell units (half the fine ones, so slopes and angles
     are the same): ``cb`` bedrock, ``cs`` sediment, ``ch`` = cb + cs; ``ck`` the
-    block's lowest erodibility (a block with unbreakable rock never fails)."""
+    block's lowest erodibility and ``cc`` its steepest critical slope (a block with
+    unbreakable rock never fails; without a rock column's angles that is
+    :func:`_critical` of the lowest erodibility, as it was)."""
     cols = cb.shape[1]
     for y in range(first, last):
         r = 2 * y
@@ -636,6 +672,8 @@ def _coarsen(first, last, bedrock, sediment, erodibility, cb, cs, ch, ck):
             ch[y, x] = b + s
             ck[y, x] = min(min(erodibility[r, c], erodibility[r, c + 1]),
                            min(erodibility[r + 1, c], erodibility[r + 1, c + 1]))
+            cc[y, x] = max(max(critical[r, c], critical[r, c + 1]),
+                           max(critical[r + 1, c], critical[r + 1, c + 1]))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -768,12 +806,15 @@ def _sweep_tasks(count_bands: int, threads: int
 
 class _Level:
     """One grid of the relaxation: its arrays (the terrain's, or a coarsened copy's)
-    and the bookkeeping of its sweeps (bands, lists of moved cells, stamps)."""
+    and the bookkeeping of its sweeps (bands, lists of moved cells, stamps).
+    ``critical``: each cell's critical rock slope (:func:`_critical_grid`)."""
 
     def __init__(self, height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
-                 eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray) -> None:
+                 eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray,
+                 critical: np.ndarray) -> None:
         self.height, self.bedrock, self.sediment = height, bedrock, sediment
         self.eroded, self.deposited, self.erodibility = eroded, deposited, erodibility
+        self.critical = critical
         rows, cols = height.shape
         if rows * cols >= 2**31:  # the lists are int32 (terrain.MAX_CELLS is 2**28)
             raise ValueError(f"a {rows}x{cols} grid is too large to relax; downsample it")
@@ -793,15 +834,17 @@ class _Level:
         if rows * cols >= MULTIGRID_CELLS and min(rows, cols) >= 8:
             shape = (rows // 2, cols // 2)
             self.before = (np.empty(shape), np.empty(shape))  # coarse bedrock, height
-            self.coarse = _Level(*(np.zeros(shape) for _ in range(6)))
+            self.coarse = _Level(*(np.zeros(shape) for _ in range(7)))
 
     def rebind(self, height: np.ndarray, bedrock: np.ndarray, sediment: np.ndarray,
-               eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray) -> None:
+               eroded: np.ndarray, deposited: np.ndarray, erodibility: np.ndarray,
+               critical: np.ndarray) -> None:
         """Relax these arrays (of this grid's shape) from now on: a kept grid's next
         batch. No level carries a sweep's lists over (``moved`` is clear after every
         sweep; the coarse grids are filled anew before they relax)."""
         self.height, self.bedrock, self.sediment = height, bedrock, sediment
         self.eroded, self.deposited, self.erodibility = eroded, deposited, erodibility
+        self.critical = critical
         level: _Level | None = self
         while level is not None:
             level.counts[...] = 0
@@ -822,7 +865,7 @@ class _Level:
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         return (self.height, self.bedrock, self.sediment, self.eroded, self.deposited,
-                self.erodibility)
+                self.erodibility, self.critical)
 
     def sweep(self, k: Kernel, everything: bool) -> float:
         """One relaxation sweep: the even bands together, each odd one as soon as the
@@ -870,9 +913,10 @@ class _Level:
             cb0, ch0 = self.before
             crow = parallel.bands(cb0.shape[0])
             parallel.run(crow, lambda b: _coarsen(b[0], b[1], self.bedrock, self.sediment,
-                                                  self.erodibility, coarse.bedrock,
-                                                  coarse.sediment, coarse.height,
-                                                  coarse.erodibility))
+                                                  self.erodibility, self.critical,
+                                                  coarse.bedrock, coarse.sediment,
+                                                  coarse.height, coarse.erodibility,
+                                                  coarse.critical))
             cb0[...] = coarse.bedrock
             ch0[...] = coarse.height
             coarse.relax(k, most if coarse.coarse is not None else COARSEST_SWEEPS * most)
@@ -906,7 +950,14 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
         work = _Scratch(height, t, k.creep > 0.0)
     else:
         work.grid.rebind(height, t.bedrock, t.sediment, t.eroded, t.deposited,
-                         t.erodibility)
+                         t.erodibility, work.critical)
+    # each cell's critical slope, from its erodibility and its rock layer's angle (the
+    # Simulation's ``rock_now``): neither changes during the batch
+    layers = t.rock_now if t.rock_now is not None else (_NONE, _NONE)
+    flat = (t.erodibility.reshape(-1), layers[0].reshape(-1),
+            layers[1].reshape(-1), work.critical.reshape(-1))
+    parallel.run(parallel.bands(height.size),
+                 lambda b: _critical_grid(k.rock, b[0], b[1], *flat))
     sweeps = _run_passes(k, params, t, height, work, count)
     scratch.give(PROCESS_NAME, key, work)  # not after an error: it may be half-written
     return sweeps * height.size
@@ -914,7 +965,8 @@ def run_batch(terrain: Terrain, params: ThermalParams, seed: int, first: int, co
 
 class _Scratch:
     """What a batch of passes works in, kept for the next batch while a simulation
-    runs (:mod:`simcore.kernels.scratch`): the sweep's and the creep's scratch grids and the
+    runs (:mod:`simcore.kernels.scratch`): the sweep's and the creep's scratch grids, the
+    critical slopes on a rock column (written at the start of each batch) and the
     relaxation's levels. Nothing left in them changes a result: the scratch grids are
     written before they are read; a level's lists are read only after the first sweep
     of a relaxation (which visits every cell) wrote them, its ``moved`` marks are clear
@@ -923,13 +975,14 @@ class _Scratch:
 
     def __init__(self, height: np.ndarray, t: Terrain, creep: bool) -> None:
         rows, cols = height.shape
+        self.critical = np.empty_like(height)  # written at the start of each batch
         self.talus_share = np.empty_like(height)
         self.new_height = np.empty_like(height)
         self.row_excess = np.zeros(rows)
         # the column solve's scratch: the talus shares, whose sweep has ended by then
         self.columns = (self.talus_share, np.empty(cols)) if creep else None
         self.grid = _Level(height, t.bedrock, t.sediment, t.eroded, t.deposited,
-                           t.erodibility)
+                           t.erodibility, self.critical)
 
 
 def _run_passes(k: Kernel, params: ThermalParams, t: Terrain, height: np.ndarray,
@@ -952,7 +1005,7 @@ def _run_passes(k: Kernel, params: ThermalParams, t: Terrain, height: np.ndarray
         """Weathering, landslides and one talus sweep, all cells together."""
         parallel.run(row_bands, lambda b: _send(k, b[0], b[1], height, t.bedrock, t.sediment,
                                             t.eroded, t.deposited, t.erodibility,
-                                            talus_share, row_excess))
+                                            work.critical, talus_share, row_excess))
         parallel.run(row_bands, lambda b: _receive(k, b[0], b[1], height, t.bedrock, t.sediment,
                                                t.eroded, t.deposited, talus_share, new_height))
         copy(height, new_height)
@@ -1013,4 +1066,4 @@ PROCESS = Process(
     PROCESS_NAME, ThermalParams, run_batch, "Thermal erosion and hillslopes",
     "rock weathers and steep rock slides; loose material rests at its angle of repose "
     "(docs/hillslopes.md)", order=50, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=52)
+    reads=("bedrock", "sediment", "erodibility"), per_rain=per_rain, bytes_per_cell=63)

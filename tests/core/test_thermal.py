@@ -406,11 +406,13 @@ def test_sweep_tasks_that_may_run_together_never_touch_the_same_band(bands, thre
                 assert near == (e in waits), (t, e)
 
 
-def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erodibility):
+def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erodibility,
+                           critical=None):
     """The parallel talus sweep (``_send`` then ``_receive``) in plain Python: every
-    cell weathers, loosens rock above its critical slope and sends loose material down
-    its talus in proportion to the excess, all against the surface before the sweep.
-    Returns the new surface, each cell's share and each row's largest excess."""
+    cell weathers, loosens rock above its critical slope (``critical``'s, else from its
+    erodibility) and sends loose material down its talus in proportion to the excess,
+    all against the surface before the sweep. Returns the new surface, each cell's
+    share and each row's largest excess."""
     rows, cols = height.shape
     share = np.zeros_like(height)
     excess = np.zeros(rows)
@@ -424,6 +426,8 @@ def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erod
                 _book(r, c, 0.0, w, w, bedrock, sediment, eroded, deposited)
             e = min(erodibility[r, c], 1.0)
             crit = k.rock / e if e > 0.0 else math.inf
+            if critical is not None:
+                crit = critical[r, c]
             rmax = max([0.0] + [bedrock[r, c] - height[m, n] - crit * d for m, n, d in near])
             if rmax > 0.0:
                 excess[r] = max(excess[r], rmax)
@@ -452,6 +456,13 @@ def _talus_sweep_reference(k, height, bedrock, sediment, eroded, deposited, erod
     return new, share, excess
 
 
+def _critical_slopes(k, erodibility):
+    """Each cell's critical rock slope without a rock column's angles, in plain Python:
+    tan(rock_angle) over the erodibility (at most 1), inf where that is 0."""
+    return np.array([[k.rock / min(e, 1.0) if e > 0.0 else math.inf for e in row]
+                     for row in erodibility]).reshape(erodibility.shape)
+
+
 def _book(r, c, from_sed, from_rock, lay, bedrock, sediment, eroded, deposited):
     """``kernels.transfer`` at one cell, in plain Python."""
     sediment[r, c] = sediment[r, c] - from_sed + lay
@@ -464,12 +475,14 @@ def _book(r, c, from_sed, from_rock, lay, bedrock, sediment, eroded, deposited):
 @given(heights=arrays(np.float64, st.tuples(st.integers(1, 9), st.integers(1, 9)),
                       elements=st.one_of(st.sampled_from([0.0, 0.0, 0.0, 2.0]),
                                          st.floats(-20, 20))),
-       data=st.data(), params=params_strategy, bands=st.integers(1, 4))
+       data=st.data(), params=params_strategy, bands=st.integers(1, 4),
+       per_cell=st.booleans())
 def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data, params,
-                                                                   bands):
+                                                                   bands, per_cell):
     """The sweep that opens a pass (weathering, loosening, one talus step of every cell
     against the old surface) does at every cell, edges and corners too, what the plain
-    rule does, in any row bands; cells that neither send nor receive (a short cut) keep
+    rule does, in any row bands, with critical slopes from the erodibility or per cell
+    (a rock column's layers); cells that neither send nor receive (a short cut) keep
     their material."""
     from simcore.processes import thermal
 
@@ -480,12 +493,16 @@ def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data,
     k = thermal._kernel_params(params, 1.0)
     grids = [heights + sed, heights.copy(), sed.copy(), np.zeros_like(sed),
              data.draw(arrays(np.float64, heights.shape, elements=st.floats(0, 5))), ero]
+    critical = (data.draw(arrays(np.float64, heights.shape,
+                                 elements=st.sampled_from([0.0, 0.3, 1.0, 4.0, math.inf])))
+                if per_cell else None)
     want = [g.copy() for g in grids]
-    expect, expect_share, expect_excess = _talus_sweep_reference(k, *want)
+    expect, expect_share, expect_excess = _talus_sweep_reference(k, *want, critical)
     share, new, excess = np.zeros_like(sed), np.full_like(sed, np.nan), np.zeros(len(sed))
     spans = parallel.chunks(len(sed), bands)
     for first, last in reversed(spans):  # bands are independent: any order
-        thermal._send(k, first, last, *grids, share, excess)
+        thermal._send(k, first, last, *grids,
+                      _critical_slopes(k, ero) if critical is None else critical, share, excess)
     for first, last in spans:
         thermal._receive(k, first, last, *grids[:5], share, new)
     np.testing.assert_allclose(new, expect, rtol=1e-12, atol=1e-12)
@@ -497,11 +514,14 @@ def test_the_parallel_talus_sweep_is_the_plain_rule_at_every_cell(heights, data,
 
 @given(heights=arrays(np.float64, st.tuples(st.integers(1, 7), st.integers(1, 7)),
                       elements=st.one_of(st.sampled_from([0.0, 1.0]), st.floats(-5, 5))),
-       data=st.data(), params=params_strategy, split=st.integers(0, 7))
-def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, params, split):
+       data=st.data(), params=params_strategy, split=st.integers(0, 7),
+       per_cell=st.booleans())
+def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, params, split,
+                                                                  per_cell):
     """The first sweep of a relaxation tests a row at a time on the vector units; it
     must list the same cells as the one-cell test the later sweeps use, edges and
-    corners, bare rock, hard rock and loose ground alike, in any row bands."""
+    corners, bare rock, hard rock and loose ground alike, in any row bands, with
+    critical slopes from the erodibility or per cell (a rock column's layers)."""
     from simcore.kernels.primitives import heap_pop, heap_push
     from simcore.processes import thermal
 
@@ -509,19 +529,24 @@ def test_the_first_sweep_lists_exactly_the_cells_that_would_move(heights, data, 
                            elements=st.sampled_from([0.0, 1e-13, 0.5, 3.0])))
     ero = data.draw(arrays(np.float64, heights.shape,
                            elements=st.sampled_from([0.0, 0.3, 1.0, 2.0])))
+    critical = (data.draw(arrays(np.float64, heights.shape,
+                                 elements=st.sampled_from([0.0, 0.3, 1.0, 4.0, math.inf])))
+                if per_cell else None)
     k = thermal._kernel_params(params, 1.0)
+    if critical is None:
+        critical = _critical_slopes(k, ero)
     rows, cols = heights.shape
     height = heights + sed
     want = {i for i in range(rows * cols)
             if thermal._unstable(k, i, rows, cols, height.reshape(-1), heights.reshape(-1),
-                                 sed.reshape(-1), ero.reshape(-1))}
+                                 sed.reshape(-1), critical.reshape(-1))}
     got = set()
     queued = np.zeros(heights.shape, dtype=np.uint16)
     split = min(split, rows)
     for first, last in ((0, split), (split, rows)):
         keys, cells = np.empty(rows * cols), np.empty(rows * cols, dtype=np.int64)
-        top = thermal._push_unstable(k, first, last, 5, queued, height, heights, sed, ero,
-                                     keys, cells)
+        top = thermal._push_unstable(k, first, last, 5, queued, height, heights, sed,
+                                     critical, keys, cells)
         # the same heap, entry for entry, as pushing the one-cell test's cells in order
         # (equal heights leave the heap in the order they were pushed)
         ref_keys, ref_cells, ref_top = np.empty(rows * cols), np.empty_like(cells), 0
@@ -561,12 +586,127 @@ def test_the_first_sweep_tests_each_neighbour_at_its_distance(test, dr, dc):
         ero = np.ones((3, 5))
         queued = np.zeros((3, 5), dtype=np.uint16)
         keys, cells = np.empty(15), np.empty(15, dtype=np.int64)
-        top = thermal._push_unstable(k, 0, 3, 3, queued, height, bedrock, sed, ero, keys,
-                                     cells)
+        top = thermal._push_unstable(k, 0, 3, 3, queued, height, bedrock, sed,
+                                     _critical_slopes(k, ero), keys, cells)
         listed = set()
         while top > 0:
             _, i, top = heap_pop(keys, cells, top)
             listed.add(int(i))
         assert (7 in listed) == moves
         assert thermal._unstable(k, 7, 3, 5, height.reshape(-1), bedrock.reshape(-1),
-                                 sed.reshape(-1), ero.reshape(-1)) == moves
+                                 sed.reshape(-1), _critical_slopes(k, ero).reshape(-1)) == moves
+
+
+# --- a rock column's layers: per-cell critical slopes ---------------------------------
+
+def _rock_excess(t, critical):
+    """The largest excess of each cell's bedrock over its critical slope ``critical``
+    (per cell) towards the surface of each of its 8 neighbours, and its steepest such
+    slope (height difference over distance; 0 towards nothing lower)."""
+    rows, cols = t.shape
+    b, h = t.bedrock, t.height()
+    excess = np.full(t.shape, -np.inf)
+    slope = np.zeros(t.shape)
+    for dr in (-1, 0, 1):
+        for dc in (-1, 0, 1):
+            if dr == dc == 0:
+                continue
+            dist = math.hypot(dr, dc)
+            near = np.full(t.shape, np.inf)  # the neighbour's surface (none: inf)
+            near[max(-dr, 0):rows - max(dr, 0), max(-dc, 0):cols - max(dc, 0)] = \
+                h[max(dr, 0):rows + min(dr, 0), max(dc, 0):cols + min(dc, 0)]
+            excess = np.maximum(excess, b - near - critical * dist)
+            slope = np.maximum(slope, np.where(np.isfinite(near), (b - near) / dist, 0.0))
+    return excess, slope
+
+
+def _layered_cone(threads):
+    """A 68 degree cone of 64x64 cells cut through alternating hard (65 degrees) and
+    soft (30 degrees) layers 6 cells thick, eroded by thermal alone for 10 rounds."""
+    from simcore.rock import RockColumn
+
+    n = 64
+    y, x = np.mgrid[0:n, 0:n] - (n - 1) / 2
+    cone = np.maximum(60.0 - 2.5 * np.hypot(x, y), 0.0)
+    column = RockColumn.from_dict({"layers": [
+        {"thickness": 6.0, "erodibility": 1.0, "rock_angle": 65.0},
+        {"thickness": 6.0, "erodibility": 1.0, "rock_angle": 30.0}]})
+    old = parallel.threads()
+    try:
+        parallel.set_threads(threads)
+        t = Terrain.from_heights(cone, rock=column)
+        Simulation(t, {"thermal": ThermalParams(talus_angle=25.0, weathering=0.0)},
+                   particles=10).run()
+    finally:
+        parallel.set_threads(old)
+    return t
+
+
+def test_each_rock_layer_stands_at_its_own_critical_angle():
+    """On a rock column whose layers have their own critical angles, no cell's bedrock
+    ends steeper than its layer's angle towards any neighbour, the hard layer's
+    outcrops stand steep and the soft one's gentle; on 1 or 2 threads alike."""
+    from simcore.processes.thermal import TOLERANCE
+
+    t = _layered_cone(2)
+    layer = np.floor(t.rock_layer).astype(int)
+    assert set(np.unique(layer)) == {0, 1}, "both layers crop out"
+    critical = np.tan(np.radians([65.0, 30.0]))[layer]
+    excess, slope = _rock_excess(t, critical)
+    assert excess.max() <= TOLERANCE, "no rock steeper than its layer's angle"
+    hard = np.median(slope[(layer == 0) & (slope > 0.05)])
+    soft = np.median(slope[(layer == 1) & (slope > 0.05)])
+    assert hard > math.tan(math.radians(50.0)) and soft < math.tan(math.radians(30.0))
+    assert t.sediment.sum() > 0, "the cone shed rock"
+    other = _layered_cone(1)
+    for name in ("bedrock", "sediment", "eroded", "deposited", "rock_layer"):
+        assert np.array_equal(getattr(t, name), getattr(other, name)), name
+
+
+@pytest.mark.parametrize("creep", [0.0, 5.0])
+def test_layers_at_the_process_angle_are_bit_identical_to_no_column(creep):
+    """A column whose layers all take the process's own rock angle at erodibility 1
+    goes through the per-layer rule (their angle over the erodibility map, hard and
+    unbreakable cells too, multigrid included) and must give exactly what the same
+    terrain gives without a column."""
+    from simcore.rock import RockColumn
+
+    n = 72  # >= MULTIGRID_CELLS: a coarse level
+    rng = np.random.default_rng(3)
+    heights = np.cumsum(np.cumsum(rng.normal(size=(n, n)), 0), 1) * 0.3
+    heights[20:30, 20:40] += 25.0  # a block whose walls fail
+    erodibility = rng.choice([0.0, 0.3, 1.0, 2.0], size=(n, n))
+    params = ThermalParams(rock_angle=40.0, talus_angle=30.0, creep=creep, batch=2)
+    column = RockColumn.from_dict({"layers": [
+        {"thickness": 5.0, "erodibility": 1.0, "rock_angle": 40.0},
+        {"thickness": 3.0, "erodibility": 1.0, "rock_angle": 40.0}], "dip": 20.0})
+    results = []
+    for rock in (None, column):
+        t = Terrain.from_heights(heights, cell_size=2.0, rock=rock,
+                                 erodibility=erodibility.copy(),
+                                 sediment=np.full((n, n), 0.2))
+        Simulation(t, {"thermal": params}, particles=6).run()
+        results.append(t)
+    for name in ("bedrock", "sediment", "eroded", "deposited"):
+        assert np.array_equal(getattr(results[0], name), getattr(results[1], name)), name
+    assert not np.array_equal(results[0].bedrock, heights / 2.0), "the rock moved"
+
+
+def test_a_layers_angle_is_steepened_by_the_map_not_by_its_own_factor():
+    """The critical slope of each cell: tan(rock_angle) over the erodibility (at most
+    1) where its layer has no angle; where it has one, that angle's tangent over the
+    erodibility without the layer's factor (inf at a factor 0 or 90 degrees)."""
+    from simcore.processes import thermal
+
+    rock = math.tan(math.radians(40.0))
+    tan65 = math.tan(math.radians(65.0))
+    #                 no angle, e 0.5 | 65 deg, factor 2, map 0.25 | factor 2, map 1
+    #                 65, factor 0    | 90 deg, factor 1           | no angle, e 0
+    erodibility = np.array([0.5, 0.5, 2.0, 0.0, 0.7, 0.0])
+    layer = np.array([np.nan, tan65, tan65, tan65, math.inf, np.nan])
+    factor = np.array([3.0, 2.0, 2.0, 0.0, 1.0, 1.0])
+    out = np.empty(6)
+    thermal._critical_grid(rock, 0, 6, erodibility, layer, factor, out)
+    assert out.tolist() == [rock / 0.5, tan65 / 0.25, tan65, math.inf, math.inf, math.inf]
+    thermal._critical_grid(rock, 0, 6, erodibility, np.empty(0), np.empty(0), out)
+    assert out.tolist() == [rock / 0.5, rock / 0.5, rock, math.inf, rock / 0.7, math.inf]
