@@ -140,18 +140,24 @@ def surface_group() -> bpy.types.NodeTree:
     BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks)."""
     tree = bpy.data.node_groups.get(GROUP)
     if tree is not None and tree.bl_idname == 'ShaderNodeTree':
-        have = {item.name for item in tree.interface.items_tree
-                if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
-        if set(INPUTS) <= have:
-            return tree
-        # a group from an older version (no rock layer inputs): the missing inputs are
-        # added and the nodes made again; the inputs it has keep the artist's values
-        tree.nodes.clear()
-    else:
-        tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
+        up_to_date(tree)
+        return tree
+    tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
     _interface(tree)
     _build(tree)
     return tree
+
+
+def up_to_date(tree: bpy.types.NodeTree) -> None:
+    """A group from an older version (without the rock layer inputs) gets the inputs
+    it lacks and its nodes made again; the inputs it has keep the artist's values."""
+    have = {item.name for item in tree.interface.items_tree
+            if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
+    if set(INPUTS) <= have:
+        return
+    tree.nodes.clear()
+    _interface(tree)
+    _build(tree)
 
 
 def _interface(tree: bpy.types.NodeTree) -> None:
@@ -372,8 +378,10 @@ def sync_rock_colors(obj: bpy.types.Object) -> None:
     colors = _rock_colors(obj)
     for mat in obj.data.materials:
         node = group_node(mat)
-        if node is None or "Layer Mix" not in node.inputs:
+        if node is None:
             continue
+        if "Layer Mix" not in node.inputs:
+            up_to_date(node.node_tree)
         nodes = mat.node_tree.nodes
         for old in [n for n in nodes if n.name.startswith(ROCK_NODES)]:
             nodes.remove(old)

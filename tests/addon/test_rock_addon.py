@@ -5,6 +5,8 @@ untouched mesh. Real Blender (bpy module)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import bpy
 import numpy as np
 import pytest
@@ -258,3 +260,100 @@ def test_layer_list_operators(blender):
     while len(rock.layers):
         bpy.ops.terrain.rock_layer_remove()
     assert not bpy.ops.terrain.rock_layer_remove.poll()
+
+
+def test_rock_panel_draws_the_list_and_every_frame_setting(blender):
+    import types
+
+    from blender_helpers import PanelRecorder
+
+    obj = add_grid(bpy, n=8)
+    _hard_over_soft(obj, 0.0)
+    rec = PanelRecorder()
+    context = types.SimpleNamespace(active_object=obj)
+    panel = bpy.types.TERRAIN_PT_rock
+    panel.draw_header(types.SimpleNamespace(layout=rec), context)
+    panel.draw(types.SimpleNamespace(layout=rec), context)
+    assert ("template_list", "TERRAIN_UL_rock_layers", "layers") in rec.log
+    ops = {name for kind, name, _ in rec.log if kind == "operator"}
+    assert {"terrain.rock_layer_add", "terrain.rock_layer_remove",
+            "terrain.rock_layer_move", "terrain.rock_preview"} <= ops
+    props = {name for kind, name, _ in rec.log if kind == "prop"}
+    frame = {f.name for f in dataclasses.fields(te.simcore.rock.Frame)}
+    assert frame | {"enabled", "thickness", "erodibility", "rock_angle", "color"} <= props
+    # the list's rows
+    row = PanelRecorder()
+    bpy.types.TERRAIN_UL_rock_layers.draw_item(
+        types.SimpleNamespace(layout_type='DEFAULT'), context, row, obj.terrain_erosion.rock,
+        obj.terrain_erosion.rock.layers[0], 0, obj.terrain_erosion.rock, "active_layer")
+    assert [name for _, name, _ in row.log] == ["color", "name", "thickness", "erodibility"]
+    # the thickness is shown in metres, as the processes' lengths are
+    layer = obj.terrain_erosion.rock.layers[0]
+    assert layer.bl_rna.properties["thickness"].name == "Thickness (m)"
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
+def test_material_renders_the_layers_bands(blender, tmp_path, engine):
+    """A cone of 45-degree rock slopes cut by two flat layers: red above half its
+    height, blue below; seen from above, the inner ring renders red, the outer blue."""
+    from blender_helpers import render_pixels, set_z
+
+    obj = add_grid(bpy, n=48, size=2.0, relief=0.0, name="Cone")
+    xy = positions(obj.data)[:, :2]
+    r = np.hypot(xy[:, 0], xy[:, 1])
+    set_z(obj.data, np.maximum(1.0 - r, 0.0))  # apex 1 at the centre
+    bpy.ops.object.shade_smooth()
+    s = obj.terrain_erosion
+    s.real_size = 2.0  # 1:1
+    rock = s.rock
+    rock.enabled = True
+    for name, color in (("Red", (0.8, 0.05, 0.05)), ("Blue", (0.05, 0.05, 0.8))):
+        layer = rock.add_layer()
+        layer.name, layer.color, layer.thickness = name, color, 0.5
+    rock.repeat, rock.top = False, 1.0
+    bpy.ops.terrain.apply_material(snow_line=1.0)  # no snow below the apex
+    assert bpy.ops.terrain.rock_preview() == {'FINISHED'}
+    bpy.ops.object.camera_add(location=(0, 0, 6), rotation=(0, 0, 0))
+    cam = bpy.context.active_object
+    cam.data.type, cam.data.ortho_scale = 'ORTHO', 2.0
+    bpy.context.scene.camera = cam
+    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10), rotation=(0.2, 0.1, 0))
+    bpy.context.active_object.data.energy = 3.0
+    world = bpy.data.worlds.new("World")
+    bpy.context.scene.world = world
+    if world.node_tree is None:
+        world.use_nodes = True
+    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)
+    px = render_pixels(bpy, te, engine, tmp_path / f"{engine}.png", 32,
+                       plain_srgb=True)[..., :3]
+    assert np.isfinite(px).all()
+    h, w = px.shape[:2]
+    y, x = np.mgrid[0:h, 0:w]
+    radius = np.hypot(x + 0.5 - w / 2, y + 0.5 - h / 2) / (w / 2)
+    inner = px[(radius > 0.15) & (radius < 0.4)].mean(0)  # above the contact (r = 0.5)
+    outer = px[(radius > 0.6) & (radius < 0.9)].mean(0)
+    assert inner[0] > 1.5 * inner[2], inner
+    assert outer[2] > 1.5 * outer[0], outer
+
+
+@pytest.mark.compat
+def test_a_group_from_before_rock_layers_is_brought_up_to_date(blender):
+    """A .blend saved by an earlier version has the group without Layer Color / Layer
+    Mix: applying the material adds them and keeps the artist's input values."""
+    obj = add_grid(bpy, n=8)
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    material = te.features.material
+    tree = material.surface_group()
+    for item in list(tree.interface.items_tree):
+        if item.item_type == 'SOCKET' and item.name in ("Layer Color", "Layer Mix"):
+            tree.interface.remove(item)
+    node = material.group_node(obj.data.materials[0])
+    node.inputs["Snow Line"].default_value = 0.321
+    assert "Layer Mix" not in node.inputs
+    _hard_over_soft(obj, 0.0)  # the column's colours reach the material: no error
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert material.surface_group() == tree
+    assert node.inputs["Layer Mix"].default_value == 1.0
+    assert node.inputs["Snow Line"].default_value == pytest.approx(0.321)
+    assert node.inputs["Layer Color"].is_linked
