@@ -357,3 +357,23 @@ def test_a_group_from_before_rock_layers_is_brought_up_to_date(blender):
     assert node.inputs["Layer Mix"].default_value == 1.0
     assert node.inputs["Snow Line"].default_value == pytest.approx(0.321)
     assert node.inputs["Layer Color"].is_linked
+
+
+def test_batch_command_changes_the_objects_column(blender, capsys):
+    """``--set rock.KEY=..`` (the command line's way) edits the object's column; a bad
+    layer value is exit code 2 with the message, and the mesh as it was."""
+    obj = _grid("Terrain")
+    obj.terrain_erosion.particles = 500
+    _hard_over_soft(obj, 1000.0, 300.0)
+    before = mesh_state(obj.data)
+    assert te.features.batch.main(["--object", "Terrain", "--set",
+                                   "rock.layers.2.thickness=0"]) == 2
+    assert "layer 2" in capsys.readouterr().err
+    assert same_state(before, mesh_state(obj.data))
+    assert te.features.batch.main(["--object", "Terrain", "--set", "rock.dip=30",
+                                   "--set", "rock.layers.1.erodibility=0.2"]) == 0
+    rock = obj.terrain_erosion.rock
+    assert rock.dip == pytest.approx(30.0)
+    assert rock.layers[0].erodibility == pytest.approx(0.2)
+    assert rock.layers[0].name == "Cap" and len(rock.layers) == 2
+    assert ROCK_LAYER in obj.data.attributes
