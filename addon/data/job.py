@@ -297,7 +297,8 @@ class ErosionJob:
             return Terrain.from_heights(z / unit, world_cell, world_units=False), False
         arrays = {}
         for name, values in layers.items():
-            if values is None or name in ("bedrock", "sediment"):
+            # the rock layer is the column's at the bedrock: the Simulation works it out
+            if values is None or name in ("bedrock", "sediment", "rock_layer"):
                 continue
             length = name in gridio.LENGTH_LAYERS
             arrays[name] = np.maximum(values / unit if length else np.clip(values, 0, 1), 0.0)
