@@ -50,13 +50,14 @@ else:
         preferences,
         report_ui,
         ridges,
+        rock,
         water_data,
     )
     from .ui import overlay, presets_ui, properties
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
                 export, water_data, bake, ridges, masks, warmup, report_ui, material,
-                engine_tiles)
+                engine_tiles, rock)
 
 
 def register() -> None:

@@ -114,7 +114,7 @@ class PanelRecorder:
     def _child(self, *args, **kw) -> PanelRecorder:
         return PanelRecorder(self.log)
 
-    box = row = column = _child
+    box = row = column = split = _child
 
     def prop(self, data, name, text=None, **kw):
         assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
@@ -144,6 +144,14 @@ class PanelRecorder:
 
     def separator(self, *args, **kw):
         pass
+
+    def template_list(self, listtype, list_id, data, propname, active_data,
+                      active_propname, **kw):
+        import bpy
+        assert hasattr(bpy.types, listtype), listtype
+        for owner, name in ((data, propname), (active_data, active_propname)):
+            assert name in owner.bl_rna.properties, f"{owner!r} has no property {name!r}"
+        self.log.append(("template_list", listtype, propname))
 
 
 def render_pixels(bpy, te, engine: str, path, size: int, frame: int | None = None,

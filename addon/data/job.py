@@ -164,7 +164,11 @@ class ErosionJob:
         settings = obj.terrain_erosion
         me = obj.data
         params = settings.enabled_params()
+        #: the object's rock column (None: Rock Layers off); a bad layer stops here
+        self.rock = settings.rock.to_column()
         self.outputs = _produced(params)
+        if self.rock is not None:  # the exposed layer, for the material and scripts
+            self.outputs.append("rock_layer")
         self.write_colors = settings.write_colors
         self.with_water = "pool" in self.outputs and settings.water_surface
         #: processes whose change layer the run writes: the enabled ones and those
@@ -192,6 +196,7 @@ class ErosionJob:
         #: an enabled process grows trees (the terrain's tree table: instances, no layer)
         self.with_trees = any("trees" in PROCESSES[name].writes for name in params)
         terrain, resumed = self._start_terrain(obj, z, seed)
+        terrain.rock = self.rock  # the Simulation lays it over the grid
         self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
@@ -292,7 +297,8 @@ class ErosionJob:
             return Terrain.from_heights(z / unit, world_cell, world_units=False), False
         arrays = {}
         for name, values in layers.items():
-            if values is None or name in ("bedrock", "sediment"):
+            # the rock layer is the column's at the bedrock: the Simulation works it out
+            if values is None or name in ("bedrock", "sediment", "rock_layer"):
                 continue
             length = name in gridio.LENGTH_LAYERS
             arrays[name] = np.maximum(values / unit if length else np.clip(values, 0, 1), 0.0)

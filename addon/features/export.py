@@ -258,10 +258,17 @@ def _settings_record(obj: bpy.types.Object) -> dict:
         seed = preset.seed
     except UserError:
         params, enabled, seed = {}, {}, None
-    return {"seed": seed, "preset": s.preset, "particles": int(s.particles),
-            "particles_per_area": s.rain_per_area(), "rounds_done": int(s.rounds_done),
-            "enabled": enabled, "parameters": params,
-            "provenance": s.provenance}
+    out = {"seed": seed, "preset": s.preset, "particles": int(s.particles),
+           "particles_per_area": s.rain_per_area(), "rounds_done": int(s.rounds_done),
+           "enabled": enabled, "parameters": params,
+           "provenance": s.provenance}
+    try:
+        rock = s.rock.to_column()
+    except UserError:
+        rock = None
+    if rock is not None:  # the rock column (Rock Layers on), as a preset's [rock]
+        out["rock"] = rock.to_dict()
+    return out
 
 
 def check_export_folder(folder: str | os.PathLike) -> Path:

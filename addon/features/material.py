@@ -6,7 +6,10 @@ What it paints, from the bottom up:
 - grass, varied by noise, and forest floor where ``te_trees`` (vegetation) is high;
 - sediment (``te_sediment``: alluvial flats, fans, colluvium at the foot of slopes);
 - bare rock where the surface is steeper than Rock Slope (from the geometry normal's
-  world Z, so any mesh works, eroded or not);
+  world Z, so any mesh works, eroded or not); with Rock Layers on, in the colour of the
+  layer exposed there (``te_rock_layer``, through a constant colour ramp of the column's
+  colours in the material, fed to the group's Layer Color with Layer Mix 1), so the
+  bands in the render are the bands in the geometry;
 - wet, dark, glossier ground along streams (``te_streams``) and around pools
   (``te_pools``), water-coloured channels where the stream is strong;
 - snow above Snow Line (the object's **local** Z, like the mesh's vertex
@@ -25,8 +28,9 @@ from __future__ import annotations
 import bpy
 
 from ..data.compat import new_node_material
-from ..data.grid import COLOR_LAYERS, read_positions
+from ..data.grid import COLOR_LAYERS, FLOAT_LAYERS, read_positions
 from ..ui.boundary import reports_user_errors
+from ..ui.rock_props import ROCK_CHANGED
 
 GROUP = "Terrain Erosion Surface"
 MATERIAL = "Terrain Erosion Surface"
@@ -51,6 +55,8 @@ INPUTS = {
     "Wet Color": ('NodeSocketColor', (0.035, 0.04, 0.03, 1)),
     "Snow Color": ('NodeSocketColor', (0.85, 0.88, 0.92, 1)),
     "Water Color": ('NodeSocketColor', (0.01, 0.045, 0.06, 1)),
+    "Layer Color": ('NodeSocketColor', (0.2, 0.16, 0.12, 1)),
+    "Layer Mix": ('NodeSocketFloat', 0.0),
 }
 DOC = {
     "Snow Line": "Height of the snow line, in the object's local units (its vertex Z)",
@@ -60,7 +66,17 @@ DOC = {
     "Variation": "Strength of the noise that breaks up every boundary (0: none)",
     "Detail Size": "Size of the noise's features, local units (apply sets 1/40 of the "
                    "object's width)",
+    "Layer Color": "Colour of the rock layer exposed here (the material links the rock "
+                   "column's colours by te_rock_layer)",
+    "Layer Mix": "1: bare rock takes Layer Color instead of Rock Color (set by the add-on "
+                 "when Rock Layers is on)",
 }
+#: the rock column's nodes in a material (made again by sync_rock_colors): name prefix
+ROCK_NODES = "TE Rock Layers"
+#: layers one colour ramp holds (Blender's limit of ramp elements)
+RAMP_SIZE = 32
+#: the float attribute with the exposed rock layer (index + depth fraction)
+ROCK_LAYER = FLOAT_LAYERS["rock_layer"]
 
 
 class _Builder:
@@ -124,19 +140,51 @@ def surface_group() -> bpy.types.NodeTree:
     BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks)."""
     tree = bpy.data.node_groups.get(GROUP)
     if tree is not None and tree.bl_idname == 'ShaderNodeTree':
+        up_to_date(tree)
         return tree
     tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
+    _interface(tree)
+    _build(tree)
+    return tree
+
+
+def up_to_date(tree: bpy.types.NodeTree) -> None:
+    """A group from an older version (without the rock layer inputs) gets the inputs
+    it lacks and its nodes made again; the inputs it has keep the artist's values."""
+    have = {item.name for item in tree.interface.items_tree
+            if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
+    if set(INPUTS) <= have:
+        return
+    tree.nodes.clear()
+    _interface(tree)
+    _build(tree)
+
+
+def _interface(tree: bpy.types.NodeTree) -> None:
+    """The group's sockets (those it lacks)."""
     iface = tree.interface
+    have = {(item.name, item.in_out) for item in iface.items_tree
+            if item.item_type == 'SOCKET'}
     for name, (kind, default) in INPUTS.items():
+        if (name, 'INPUT') in have:
+            continue
         sock = iface.new_socket(name, in_out='INPUT', socket_type=kind)
         sock.default_value = default
         sock.description = DOC.get(name, "")
         if kind == 'NodeSocketFloat':
             sock.min_value = -1e9 if name == "Snow Line" else 0.0
-    iface.new_socket("BSDF", in_out='OUTPUT', socket_type='NodeSocketShader')
-    iface.new_socket("Color", in_out='OUTPUT', socket_type='NodeSocketColor')
-    for name in ("Roughness", "Snow", "Rock"):
-        iface.new_socket(name, in_out='OUTPUT', socket_type='NodeSocketFloat')
+            if name == "Layer Mix":
+                sock.max_value = 1.0
+    outputs = {"BSDF": 'NodeSocketShader', "Color": 'NodeSocketColor',
+               "Roughness": 'NodeSocketFloat', "Snow": 'NodeSocketFloat',
+               "Rock": 'NodeSocketFloat'}
+    for name, kind in outputs.items():
+        if (name, 'OUTPUT') not in have:
+            iface.new_socket(name, in_out='OUTPUT', socket_type=kind)
+
+
+def _build(tree: bpy.types.NodeTree) -> None:
+    """The group's nodes and links."""
     b, link = _Builder(tree), tree.links.new
     gi, go = b.nodes.new("NodeGroupInput"), b.nodes.new("NodeGroupOutput")
     i = gi.outputs
@@ -182,7 +230,8 @@ def surface_group() -> bpy.types.NodeTree:
     rock = b.ramp(b.math('ADD', slope, b.math('MULTIPLY', jitter, 18.0)),
                   b.math('SUBTRACT', i["Rock Slope"], 4.0), b.math('ADD', i["Rock Slope"], 4.0))
     shade = b.ramp(fine, 0.3, 0.7, 0.6, 1.25)
-    rock_color = b.mix(1.0, i["Rock Color"], shade, blend='MULTIPLY')  # shade as gray
+    base = b.mix(i["Layer Mix"], i["Rock Color"], i["Layer Color"])  # the exposed layer's
+    rock_color = b.mix(1.0, base, shade, blend='MULTIPLY')  # shade as gray
     color = b.mix(rock, color, rock_color)
     color = b.mix(b.math('MULTIPLY', banks, 0.8), color, i["Wet Color"])
     color = b.mix(channel, color, i["Water Color"])
@@ -219,7 +268,6 @@ def surface_group() -> bpy.types.NodeTree:
     link(snow, go.inputs["Snow"])
     link(rock, go.inputs["Rock"])
     _arrange(tree)
-    return tree
 
 
 def _arrange(tree: bpy.types.NodeTree) -> None:
@@ -309,7 +357,92 @@ def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.ty
         me.materials[0] = mat
         if replaced is not None and replaced != mat and replaced.users == 0:
             replaced.use_fake_user = True  # the artist's material survives a save
+    sync_rock_colors(obj)
     return mat
+
+
+def _rock_colors(obj: bpy.types.Object) -> list[tuple[float, float, float]]:
+    """The colours of ``obj``'s rock layers, top down; [] when Rock Layers is off."""
+    rock = obj.terrain_erosion.rock
+    return rock.colors() if rock.enabled else []
+
+
+def sync_rock_colors(obj: bpy.types.Object) -> None:
+    """Make the terrain materials of ``obj`` colour bare rock by its rock layers: the
+    ``te_rock_layer`` attribute's whole part picks a colour of constant colour ramps
+    (32 layers each) made from the column's colours, into the group's Layer Color,
+    Layer Mix 1. Rock Layers off: those nodes go and Layer Mix is 0 (the material as
+    before)."""
+    if obj is None or obj.type != 'MESH':
+        return
+    colors = _rock_colors(obj)
+    for mat in obj.data.materials:
+        node = group_node(mat)
+        if node is None:
+            continue
+        if "Layer Mix" not in node.inputs:
+            up_to_date(node.node_tree)
+        nodes = mat.node_tree.nodes
+        for old in [n for n in nodes if n.name.startswith(ROCK_NODES)]:
+            nodes.remove(old)
+        node.inputs["Layer Mix"].default_value = 1.0 if colors else 0.0
+        if colors:
+            _layer_color_nodes(mat.node_tree, node, colors)
+
+
+def _layer_color_nodes(tree, node, colors) -> None:
+    """attribute -> floor -> ramp(s) -> the group node's Layer Color."""
+    made = []
+
+    def new(kind: str):
+        n = tree.nodes.new(kind)
+        n.name = n.label = f"{ROCK_NODES} {len(made)}"
+        n.location = (node.location.x - 900 + 200 * (len(made) % 4),
+                      node.location.y - 500 - 200 * (len(made) // 4))
+        made.append(n)
+        return n
+
+    def math(op: str, a, b):
+        n = new("ShaderNodeMath")
+        n.operation = op
+        for k, v in enumerate((a, b)):
+            if isinstance(v, (int, float)):
+                n.inputs[k].default_value = v
+            else:
+                tree.links.new(v, n.inputs[k])
+        return n.outputs[0]
+
+    attr = new("ShaderNodeAttribute")
+    attr.attribute_type, attr.attribute_name = 'GEOMETRY', ROCK_LAYER
+    index = math('FLOOR', attr.outputs["Fac"], 0.0)  # the layer's number
+    result = None
+    for first in range(0, len(colors), RAMP_SIZE):
+        part = colors[first:first + RAMP_SIZE]
+        m = len(part)
+        ramp = new("ShaderNodeValToRGB")
+        cr = ramp.color_ramp
+        cr.interpolation = 'CONSTANT'
+        while len(cr.elements) > 1:
+            cr.elements.remove(cr.elements[-1])
+        cr.elements[0].position = 0.0
+        for k in range(1, m):
+            cr.elements.new(k / m)
+        for element, rgb in zip(cr.elements, part, strict=True):
+            element.color = (*rgb, 1.0)
+        # (index - first + 0.5) / m: the middle of its colour's stretch of the ramp
+        t = math('DIVIDE', math('ADD', index, 0.5 - first), float(m))
+        tree.links.new(t, ramp.inputs["Fac"])
+        if result is None:
+            result = ramp.outputs["Color"]
+            continue
+        mix = new("ShaderNodeMix")
+        mix.data_type = 'RGBA'
+        ins = {s.identifier: s for s in mix.inputs}
+        tree.links.new(math('GREATER_THAN', index, first - 0.5), ins["Factor_Float"])
+        tree.links.new(result, ins["A_Color"])
+        tree.links.new(ramp.outputs["Color"], ins["B_Color"])
+        result = next(s for s in mix.outputs if s.identifier == "Result_Color")
+    tree.links.new(result, node.inputs["Layer Color"])
 
 
 class TERRAIN_OT_apply_material(bpy.types.Operator):
@@ -352,7 +485,16 @@ class TERRAIN_OT_apply_material(bpy.types.Operator):
 
 
 classes = (TERRAIN_OT_apply_material,)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
-register, unregister = bpy.utils.register_classes_factory(classes)
+def register() -> None:
+    _register_classes()
+    ROCK_CHANGED.append(sync_rock_colors)
+
+
+def unregister() -> None:
+    while sync_rock_colors in ROCK_CHANGED:
+        ROCK_CHANGED.remove(sync_rock_colors)
+    _unregister_classes()
 

@@ -12,8 +12,10 @@ from ..data.masks import mask_annotations
 from ..data.scale import EXAGGERATION_RANGE, MAX_REAL_SIZE, RealScale
 from ..simcore.engine.simulation import PROCESSES, process_params
 from ..simcore.formats.presets import AREA_KEY, SIMULATION_KEYS, Preset
-from ..simcore.params import SEED_RANGE, ParameterError, describe_range
+from ..simcore.params import SEED_RANGE, ParameterError
+from .param_props import param_property
 from .process_ui import extra_settings
+from .rock_props import ROCK_CLASSES, TERRAIN_PG_rock
 
 INT32_MAX = 2**31 - 1
 SEED_MAX = SEED_RANGE[1]
@@ -52,38 +54,13 @@ def parse_seed(text: str) -> int:
     return int(text)
 
 
-def _label(name: str) -> str:
-    return name if len(name) <= 2 else name.replace("_", " ").capitalize()
-
-
-def _property(f: dataclasses.Field):
-    md = f.metadata
-    unit = f" [{md['unit']}]" if md.get("unit") and md["unit"] != "-" else ""
-    desc = f"{md['doc'][:1].upper()}{md['doc'][1:]}{unit}. Allowed: {describe_range(f)}"
-    kw = {"name": _label(f.name), "description": desc, "default": f.default}
-    if isinstance(f.default, bool):
-        return bpy.props.BoolProperty(**kw)
-    lo, hi, soft = md.get("lo"), md.get("hi"), md.get("soft_hi")
-    if isinstance(f.default, int):
-        kw.update(min=int(lo if lo is not None else -INT32_MAX),
-                  max=int(min(hi if hi is not None else INT32_MAX, INT32_MAX)))
-        if soft is not None:
-            kw["soft_max"] = int(soft)
-        return bpy.props.IntProperty(**kw)
-    kw.update(min=float(lo if lo is not None else -1e30), max=float(hi if hi is not None
-                                                                  else 1e30), precision=4)
-    if soft is not None:
-        kw["soft_max"] = float(soft)
-    return bpy.props.FloatProperty(**kw)
-
-
 def _process_group(name: str) -> type[bpy.types.PropertyGroup]:
     proc = PROCESSES[name]
     annotations = {"enabled": bpy.props.BoolProperty(
         name="Enabled", default=proc.enabled_by_default,
         description=f"Run {proc.label.lower()}: {proc.doc}")}
     for f in dataclasses.fields(proc.params_type):
-        annotations[f.name] = _property(f)
+        annotations[f.name] = param_property(f)
 
     def to_params(self):
         # Blender stores floats in single precision: 0.001 comes back as 0.0010000000475.
@@ -183,6 +160,8 @@ def _settings_annotations() -> dict:
             description="Preset, seed, work and simcore version of the last run"),
     })
     ann.update(mask_annotations())  # masks.py: painted masks and Selection Only
+    # rock_props.py: the rock column (layers and their frame)
+    ann["rock"] = bpy.props.PointerProperty(type=TERRAIN_PG_rock, name="Rock Column")
     return ann
 
 
@@ -243,6 +222,8 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
             group = getattr(self, name)
             group.enabled = bool(preset.enabled.get(name, False))
             group.set_params(values[name])
+        if preset.rock is not None:  # a preset without [rock] leaves the column as it is
+            self.rock.set_column(preset.rock)
 
     def to_preset(self, name: str, description: str = "") -> Preset:
         params = {n: getattr(self, n).to_params() for n in PROCESSES}
@@ -250,7 +231,8 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
         real_size = float(f"{self.real_size:.7g}")
         return Preset(name=name, description=description, seed=self.full_seed(),
                       particles=self.particles, particles_per_area=self.rain_per_area(),
-                      params=params, enabled=enabled, real_size=real_size or None)
+                      params=params, enabled=enabled, real_size=real_size or None,
+                      rock=self.rock.to_column())
 
     # -- amount of work --------------------------------------------------------------
     def rain_per_area(self) -> float:
@@ -291,7 +273,7 @@ class TERRAIN_PG_runtime(bpy.types.PropertyGroup):
     stop_requested: bpy.props.BoolProperty(name="Stop Requested", default=False)
 
 
-classes = (*PROCESS_GROUPS.values(), TERRAIN_PG_settings, TERRAIN_PG_runtime)
+classes = (*PROCESS_GROUPS.values(), *ROCK_CLASSES, TERRAIN_PG_settings, TERRAIN_PG_runtime)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
