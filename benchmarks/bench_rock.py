@@ -13,10 +13,11 @@ import time
 
 import numpy as np
 
+from simcore.algorithms.strata import Strata
 from simcore.engine.simulation import Simulation
 from simcore.formats.presets import find_preset
 from simcore.generators.uplands import drained_uplands
-from simcore.rock import RockColumn, Strata
+from simcore.rock import RockColumn
 from simcore.terrain import Terrain
 
 EXTENT = 7680.0

@@ -10,7 +10,8 @@ import bpy
 import numpy as np
 
 from ..data import grid as gridio
-from ..simcore.rock import Frame, RockError, Strata
+from ..simcore.algorithms.strata import Strata
+from ..simcore.rock import Frame, RockError
 from ..simcore.terrain import TerrainError
 from ..ui.boundary import reports_user_errors
 from ..ui.rock_props import changed

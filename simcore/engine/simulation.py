@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..algorithms.strata import Strata
 from ..kernels import parallel, scratch
 from ..kernels.primitives import (
     book_change,
@@ -28,7 +29,6 @@ from ..kernels.primitives import (
 )
 from ..params import ParameterError, Params
 from ..processes import FIELDS, PROCESSES
-from ..rock import Strata
 from ..terrain import Terrain, grid
 
 
@@ -106,7 +106,7 @@ class Simulation:
     (else the terrain's own) and ``batches``: what runs a process's particles
     ``first .. first + count`` on the window (:data:`Batches`; by default the process's
     ``run_batch`` with this simulation's seed, starts spread by the rain map), and
-    ``rock_centre`` the world's centre in the window's cells (rock.Strata), where the
+    ``rock_centre`` the world's centre in the window's cells (algorithms.strata.Strata), where the
     rock column's frame is.
     """
 

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: it; a plain name is that module only.
 SIMCORE_LAYERS = (
     ("model", ("simcore", "simcore.errors", "simcore.params", "simcore.fields",
-               "simcore.fileio", "simcore.process", "simcore.terrain")),
+               "simcore.fileio", "simcore.process", "simcore.rock", "simcore.terrain")),
     ("kernels", ("simcore.kernels.*",)),
     ("algorithms", ("simcore.algorithms.*",)),
     ("processes", ("simcore.processes.*",)),

@@ -9,10 +9,11 @@ import tomllib
 import numpy as np
 import pytest
 
+from simcore.algorithms.strata import Strata
 from simcore.engine.simulation import Simulation, process_params
 from simcore.formats.presets import PresetError, dump_preset, find_preset, parse_preset
 from simcore.formats.states import load_state, save_state
-from simcore.rock import RockColumn, RockError, Strata
+from simcore.rock import RockColumn, RockError
 from simcore.terrain import Terrain
 
 CELL = 10.0
