@@ -42,8 +42,8 @@ def _sizes(engine: str, default: int):
 def layer_maps(obj: bpy.types.Object, grid: gridio.Grid, metres: float
                ) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
     """The add-on's float layers of ``obj`` (named without ``te_``) as rasters, lengths
-    times ``metres`` (metres per local unit), 0..1 maps as they are; bedrock and maps
-    that are zero everywhere are left out. Returns (layers, the 0..1 ones)."""
+    times ``metres`` (metres per local unit), 0..1 maps and factors as they are; bedrock
+    and maps that are zero everywhere are left out. Returns (layers, the 0..1 ones)."""
     layers, fractions = {}, []
     for field, attr in gridio.FLOAT_LAYERS.items():
         if field in et.NOT_LAYERS:
@@ -56,7 +56,8 @@ def layer_maps(obj: bpy.types.Object, grid: gridio.Grid, metres: float
             layers[key] = values * metres
         else:
             layers[key] = values
-            fractions.append(key)
+            if et.is_fraction(field):
+                fractions.append(key)
     return layers, tuple(fractions)
 
 

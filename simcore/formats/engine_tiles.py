@@ -326,8 +326,10 @@ def _write_set(out: Path, name: str, p: Tiling, heights: np.ndarray,
 
 def _layer_codes(layers: dict[str, np.ndarray], fractions: tuple[str, ...],
                  shape: tuple[int, int], bits: int) -> tuple[dict, dict]:
-    """Each layer resampled to ``shape`` and encoded (fractions over 0..1, depths over
-    min(0, their least)..their most), and what the sidecar says of it."""
+    """Each layer resampled to ``shape`` and encoded (fractions over 0..1, depths and
+    factors over min(0, their least)..their most), and what the sidecar says of it."""
+    from ..processes import FIELDS
+    depths = {f.exact[3:] for f in FIELDS.values() if f.exact and f.is_length}
     layer_codes, layer_record = {}, {}
     for key, values in layers.items():
         v = resample(values, shape)
@@ -338,7 +340,8 @@ def _layer_codes(layers: dict[str, np.ndarray], fractions: tuple[str, ...],
         layer_codes[key] = encode(v, llo, lhi, bits)
         layer_record[key] = {
             "min": llo, "max": lhi, "bits": bits,
-            "unit": "0..1" if key in fractions else "world units (depth)",
+            "unit": "0..1" if key in fractions else (
+                "world units (depth)" if key in depths else "factor"),
             "decode": f"value = min + png / {LEVELS[bits]} * (max - min)"}
     return layer_codes, layer_record
 
@@ -524,8 +527,8 @@ def read_tiles(path: str | os.PathLike, fmt: str = "png") -> TileSet:
 
 def state_layers(terrain) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
     """The layers of a simcore Terrain as the add-on names its float layers (without
-    ``te_``): depths in world units, 0..1 maps as they are; bedrock left out (heights
-    cover it) and maps that are zero everywhere (a process that never ran) too.
+    ``te_``): depths in world units, 0..1 maps and factors as they are; bedrock left out
+    (heights cover it) and maps that are zero everywhere (a process that never ran) too.
     Returns (layers, the names of the 0..1 ones)."""
     from ..processes import FIELDS
 
@@ -538,6 +541,13 @@ def state_layers(terrain) -> tuple[dict[str, np.ndarray], tuple[str, ...]]:
             continue
         key = f.exact[3:]
         layers[key] = values * terrain.cell_size if f.is_length else values
-        if not f.is_length:
+        if is_fraction(f.name):
             fractions.append(key)
     return layers, tuple(fractions)
+
+
+def is_fraction(name: str) -> bool:
+    """Whether terrain array ``name`` is a 0..1 map (encoded over 0..1 in a tile; the
+    others, depths and factors such as the exposed rock layer, over their own range)."""
+    from ..processes import FIELDS
+    return FIELDS[name].kind == "fraction"

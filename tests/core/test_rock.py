@@ -236,3 +236,16 @@ def test_the_layers_rise_with_the_rock_uplift_raises():
     t = Terrain.from_heights(z, 10.0, rock=col)
     Simulation(t, {"landscape": cutting}, seed=0, particles=1).run()
     assert np.abs(t.rock_layer - start).max() > 0.1
+
+
+def test_engine_tiles_keep_the_layer_number_whole():
+    """The exposed layer (index + depth, up to the column's length) is coded over its own
+    range in an engine tile, not clipped to 0..1 like a fraction."""
+    from simcore.formats.engine_tiles import _layer_codes, state_layers
+    t = Terrain.from_heights(np.zeros((8, 8)), 2.0)
+    t.rock_layer[...] = np.linspace(0.0, 2.9, 64).reshape(8, 8)
+    layers, fractions = state_layers(t)
+    assert "rock_layer" in layers and "rock_layer" not in fractions
+    _, record = _layer_codes(layers, fractions, (8, 8), 16)
+    assert record["rock_layer"]["max"] == pytest.approx(2.9)
+    assert record["rock_layer"]["unit"] == "factor"
