@@ -133,9 +133,10 @@ class TERRAIN_OT_rock_layer_move(_RockOperator, bpy.types.Operator):
 
 def preview_layers(obj: bpy.types.Object) -> np.ndarray:
     """Write ``te_rock_layer`` on ``obj``'s grid: the layer of its rock column at every
-    vertex's bedrock (its heights less any sediment a run left), as a run would at its
-    start. Returns the raster; a UserError (nothing written) when the object is no grid,
-    Rock Layers is off or a layer is malformed."""
+    vertex's bedrock (its heights less any sediment a run left, and less the rock uplift
+    raised, which carried its layers up), as a run would at its start. Returns the
+    raster; a UserError (nothing written) when the object is no grid, Rock Layers is off
+    or a layer is malformed."""
     problem = gridio.object_problem(obj)
     if problem:
         raise gridio.GridError(problem)
@@ -158,6 +159,10 @@ def preview_layers(obj: bpy.types.Object) -> np.ndarray:
     sediment = gridio.read_float_layer(me, gridio.FLOAT_LAYERS["sediment"], g)
     if sediment is not None and np.isfinite(sediment).all():
         z = z - np.maximum(sediment, 0.0)
+    # the layers rose with the rock uplift raised (a landscape run): as a run reads them
+    uplifted = gridio.read_float_layer(me, gridio.FLOAT_LAYERS["uplifted"], g)
+    if uplifted is not None and np.isfinite(uplifted).all():
+        z = z - np.maximum(uplifted, 0.0)
     scale = settings.real_scale(g.rows, g.cols, g.cell_size)
     bedrock = np.ascontiguousarray(z / scale.height_unit)  # cell units, as in a run
     ones = np.ones_like(bedrock)
