@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import CliError
+from ..terrain import TerrainError, as_float_grid
 
 
 def add_parser(sub) -> None:
@@ -38,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
             start, _ = load_state(args.before)
             before = start.world_height() / terrain.cell_size
         elif name.endswith(".npy"):
-            before = load_heights(args.before) / terrain.cell_size
+            try:  # finite, in range, a grid: checked like erode's input
+                before = as_float_grid("--before", load_heights(args.before)
+                                       / terrain.cell_size, None)
+            except TerrainError as exc:
+                raise CliError(f"--before {args.before}: {exc}") from None
         else:
             raise CliError(f"--before {args.before}: use a .npy heightmap (world units) or "
                            "an .npz state")
@@ -46,5 +52,18 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"--before {args.before}: its grid is {before.shape[0]}x"
                            f"{before.shape[1]}, the state's {rows}x{cols}")
     figures = report(terrain, before)
-    print(json.dumps(figures, indent=1) if args.json else format_report(figures))
+    print(json.dumps(standard(figures), indent=1, allow_nan=False) if args.json
+          else format_report(figures))
     return 0
+
+
+def standard(value):
+    """``value`` with every NaN or infinity (a figure that is undefined here, e.g. the
+    concavity of a map without channels) as None: standard JSON's null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: standard(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [standard(v) for v in value]
+    return value

@@ -101,14 +101,37 @@ def test_report_command_before_and_after(tmp_path, capsys):
     figures = json.loads(capsys.readouterr().out)
     rebuilt = report.report(*_state(state))
     for key in ("relief", "slope_p50", "closed_basins", "theta"):
-        assert figures["before"][key] == pytest.approx(rebuilt["before"][key], rel=1e-9,
-                                                       nan_ok=True)
+        got = figures["before"][key]
+        assert (math.nan if got is None else got) == pytest.approx(
+            rebuilt["before"][key], rel=1e-9, nan_ok=True)
     np.save(tmp_path / "small.npy", np.zeros((10, 10)))
     assert main(["report", str(state), "--before", str(tmp_path / "small.npy")]) == 2
     assert "its grid is 10x10, the state's 48x48" in capsys.readouterr().err
     assert main(["report", str(h)]) == 2
     assert "the report reads an .npz state" in capsys.readouterr().err
+    for bad, words in ((np.full((48, 48), np.nan), "NaN/inf"),
+                       (np.full((48, 48), 1e15), "allowed range")):
+        np.save(tmp_path / "bad.npy", bad)
+        assert main(["report", str(state), "--before", str(tmp_path / "bad.npy")]) == 2
+        assert words in capsys.readouterr().err
 
+
+def test_report_json_is_standard_json_with_null_for_undefined_figures(tmp_path, capsys):
+    """A flat map has no channels: its concavity is undefined, written as null (JSON
+    readers refuse NaN tokens)."""
+    from simcore.formats.states import save_state
+    from simcore.terrain import Terrain
+    state = save_state(tmp_path / "flat.npz", Terrain.from_heights(np.zeros((24, 24)), 10.0),
+                       {})
+    capsys.readouterr()
+    assert main(["report", str(state), "--json"]) == 0
+    text = capsys.readouterr().out
+
+    def refuse(token):
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    figures = json.loads(text, parse_constant=refuse)
+    assert figures["after"]["theta"] is None
 
 def _state(path):
     from simcore.formats.states import load_state
