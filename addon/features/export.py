@@ -508,6 +508,10 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     return obj
 
 
+#: the longest attribute name Blender keeps (bytes; longer names are cut)
+MAX_ATTRIBUTE_NAME = 63
+
+
 def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
     """The channels of a multi-layer EXR (float32 grids by name) and its sidecar:
     the .json beside it, else the facts its header repeats, else None."""
@@ -516,6 +520,22 @@ def _read_layers(path: Path) -> tuple[dict[str, np.ndarray], Sidecar | None]:
     if rows < 3 or cols < 3:
         raise InputFileError(f"{path} is {cols}x{rows} pixels; a heightmap needs at "
                              "least 3x3")
+    for channel, values in layers.channels.items():
+        if channel == exr.HEIGHT:
+            continue  # checked with the heights
+        attr = "te_" + channel
+        why = ("it names the stored original heights" if attr == gridio.ORIGINAL_Z
+               else "its name is too long for a Blender attribute"
+               if len(attr.encode("utf-8")) > MAX_ATTRIBUTE_NAME else "")
+        if why:
+            raise InputFileError(f"{path}: channel '{channel[:80]}' cannot be a layer "
+                                 f"({why}); rename or remove it")
+        bad = ~np.isfinite(values)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise InputFileError(f"{path}: channel '{channel}' has {int(bad.sum())} NaN/inf "
+                                 f"value(s), the first at row {r}, column {c}; fill them "
+                                 "before importing")
     side = sidecar_file.read(path)
     if side is None:
         side = sidecar_file.from_header(layers.attributes, path)

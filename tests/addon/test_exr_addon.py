@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 
 import bpy
@@ -280,3 +281,31 @@ def test_a_tiled_single_channel_exr_heightmap_imports(blender, tmp_path):
         assert (g.rows, g.cols) == (rows, cols)
         got = positions(new.data)[:, 2][g.order].reshape(rows, cols)
         assert np.array_equal(got, z)
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("channel,values,words", [
+    ("sediment", "nan", "channel 'sediment' has 1 NaN/inf value(s)"),
+    ("wind", "inf", "channel 'wind' has 1 NaN/inf value(s)"),
+    ("original_z", "ok", "it names the stored original heights"),
+    ("x" * 70, "ok", "too long for a Blender attribute"),
+])
+def test_a_multilayer_exr_with_a_bad_channel_is_refused_and_makes_nothing(
+        blender, tmp_path, channel, values, words):
+    """A channel with NaN/inf, one named like the stored original heights (Reset to
+    Original would write it back) or one too long for an attribute name: one message,
+    no object made."""
+    oiio = te.features.export.openimageio()
+    z = np.add.outer(np.linspace(0, 1, 9), np.linspace(0, 2, 11))
+    layer = np.full(z.shape, 0.25)
+    if values == "nan":
+        layer[3, 4] = np.nan
+    elif values == "inf":
+        layer[0, 0] = np.inf
+    path = te.simcore.formats.exr.write(tmp_path / "bad.exr",
+                                        {te.simcore.formats.exr.HEIGHT: z, channel: layer},
+                                        oiio=oiio)
+    before = set(bpy.data.objects.keys()), set(bpy.data.meshes.keys())
+    with pytest.raises(UserError, match=re.escape(words)):
+        te.features.export.import_heightmap(path, cell_size=1.0)
+    assert (set(bpy.data.objects.keys()), set(bpy.data.meshes.keys())) == before
