@@ -61,6 +61,10 @@ class Progress:
         return self.particles >= self.target_particles
 
 
+#: the most work a process with a fixed amount of it (the landscape's age in time steps)
+#: may ask for: passes x cells (1e11 is 100,000 steps at 1024², about a day here)
+MAX_CELL_PASSES = 1e11
+
 #: a round of a preset rains its particles over the map, so on a bigger map a round is
 #: less rain per area. Grid passes (thermal's creep and weathering) are tuned per round
 #: on maps of this area, (3.84 km)² (the generated test world, world units²); on bigger
@@ -163,12 +167,19 @@ class Simulation:
 
     def _fixed_rounds(self) -> int:
         """Rounds the processes with a fixed amount of work need in all (Process.passes:
-        the landscape's age), counted from round 0."""
+        the landscape's age), counted from round 0; refused past MAX_CELL_PASSES."""
         need = 0
+        cells = self.terrain.bedrock.size
         for name, params in self.processes.items():
             passes = PROCESSES[name].passes
             if passes is not None:
-                need = max(need, math.ceil(passes(params) / int(params.batch)))
+                count = passes(params)
+                if count * cells > MAX_CELL_PASSES:
+                    raise ParameterError(
+                        f"{name}: {count:,} passes on {cells:,} cells is more than "
+                        f"{MAX_CELL_PASSES:.0e} cell passes (days of work): raise its "
+                        "time step or lower its age (or use a smaller grid)")
+                need = max(need, math.ceil(count / int(params.batch)))
         return need
 
     def advice(self) -> list[str]:

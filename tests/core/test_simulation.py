@@ -126,3 +126,20 @@ def test_standing_water_keeps_its_level_while_ground_moves_under_it(hills, monke
     for name in procs:
         assert np.array_equal(fast.changes[name], slow.changes[name]), name
     assert fast.pool.max() > 0
+
+
+def test_a_billion_landscape_steps_are_refused_before_any_work():
+    """Age / time step past the documented limit of cell passes: one message, the
+    terrain untouched (else a run that never ends, without a word)."""
+    from simcore.engine.simulation import MAX_CELL_PASSES, process_params
+    from simcore.params import ParameterError
+
+    t = Terrain.from_heights(np.random.default_rng(0).random((64, 64)), 10.0)
+    start = t.bedrock.copy()
+    huge = process_params("landscape", {"age": 1e9, "time_step": 1.0})
+    with pytest.raises(ParameterError, match="landscape: 1,000,000,000 passes on 4,096 "
+                                             "cells is more than 1e"):
+        Simulation(t, {"landscape": huge})
+    assert np.array_equal(t.bedrock, start)
+    fits = process_params("landscape", {"age": MAX_CELL_PASSES // 4096, "time_step": 1.0})
+    Simulation(t, {"landscape": fits}, particles=0)  # at the limit: accepted
