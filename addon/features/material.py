@@ -135,14 +135,36 @@ class _Builder:
         return node.outputs["Fac"]
 
 
+#: custom property that marks the add-on's node group (a group the artist made and named
+#: like ours is theirs: never rebuilt)
+MARK = "terrain_erosion_surface"
+#: the inputs of the group before the rock layers' (an unmarked group with all of them is
+#: ours from an older version)
+OLD_INPUTS = frozenset(INPUTS) - {"Layer Color", "Layer Mix"}
+
+
+def is_ours(tree: bpy.types.NodeTree | None) -> bool:
+    """Whether ``tree`` is the add-on's surface group (marked, or an older version of it:
+    named like it, with all of its inputs of then)."""
+    if tree is None or tree.bl_idname != 'ShaderNodeTree':
+        return False
+    if tree.get(MARK) is not None:
+        return True
+    have = {item.name for item in tree.interface.items_tree
+            if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
+    return tree.name.startswith(GROUP) and OLD_INPUTS <= have
+
+
 def surface_group() -> bpy.types.NodeTree:
     """The shader node group (made once per file): inputs of :data:`INPUTS`, outputs
-    BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks)."""
-    tree = bpy.data.node_groups.get(GROUP)
-    if tree is not None and tree.bl_idname == 'ShaderNodeTree':
-        up_to_date(tree)
-        return tree
+    BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks). A group of the
+    artist's named like it stays as it is: ours gets the next free name."""
+    for tree in bpy.data.node_groups:
+        if is_ours(tree) and (tree.name == GROUP or tree.get(MARK) is not None):
+            up_to_date(tree)
+            return tree
     tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
+    tree[MARK] = 1
     _interface(tree)
     _build(tree)
     return tree
@@ -153,6 +175,7 @@ def up_to_date(tree: bpy.types.NodeTree) -> None:
     it lacks and its nodes made again; the inputs it has keep the artist's values."""
     have = {item.name for item in tree.interface.items_tree
             if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
+    tree[MARK] = 1
     if set(INPUTS) <= have:
         return
     tree.nodes.clear()
@@ -294,8 +317,7 @@ def group_node(mat: bpy.types.Material | None) -> bpy.types.ShaderNodeGroup | No
     if mat is None or mat.node_tree is None:
         return None
     for node in mat.node_tree.nodes:
-        if node.bl_idname == 'ShaderNodeGroup' and node.node_tree is not None \
-                and node.node_tree.name.startswith(GROUP):
+        if node.bl_idname == 'ShaderNodeGroup' and is_ours(node.node_tree):
             return node
     return None
 
@@ -340,25 +362,37 @@ def new_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.type
 
 
 def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.types.Material:
-    """Put the terrain material on ``obj``'s first slot (added if it has none): its own
-    if a slot already holds one (kept as the artist tuned it), else a new one. A
+    """Put the terrain material on ``obj``'s first slot (added if it has none; on the
+    object when the slot is linked to the object, else on the mesh): its own if a slot
+    already holds one (kept as the artist tuned it), else a new one. A
     material it takes the first slot from that nothing else uses gets a fake user, so
     it is not lost when the file is saved."""
     me = obj.data
-    for mat in me.materials:
+    for mat in shown_materials(obj):
         if group_node(mat) is not None:
             break
     else:
         mat = new_material(obj, snow_fraction)
     if len(me.materials) == 0:
         me.materials.append(mat)
+    slot = obj.material_slots[0]
+    # the slot shows the object's own material when it is linked to the object: that
+    # is where the material must go for the object to show it
+    replaced = slot.material
+    if slot.link == 'OBJECT':
+        slot.material = mat
     else:
-        replaced = me.materials[0]
         me.materials[0] = mat
-        if replaced is not None and replaced != mat and replaced.users == 0:
-            replaced.use_fake_user = True  # the artist's material survives a save
+    if replaced is not None and replaced != mat and replaced.users == 0:
+        replaced.use_fake_user = True  # the artist's material survives a save
     sync_rock_colors(obj)
     return mat
+
+
+def shown_materials(obj: bpy.types.Object) -> list[bpy.types.Material]:
+    """The materials ``obj`` shows: each slot's (the object's own where the slot is
+    linked to the object, else the mesh's)."""
+    return [slot.material for slot in obj.material_slots if slot.material is not None]
 
 
 def _rock_colors(obj: bpy.types.Object) -> list[tuple[float, float, float]]:
@@ -376,7 +410,7 @@ def sync_rock_colors(obj: bpy.types.Object) -> None:
     if obj is None or obj.type != 'MESH':
         return
     colors = _rock_colors(obj)
-    for mat in obj.data.materials:
+    for mat in shown_materials(obj):
         node = group_node(mat)
         if node is None:
             continue

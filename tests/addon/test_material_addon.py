@@ -80,6 +80,40 @@ def test_the_material_it_replaces_is_not_lost(blender):
     assert te.features.material.group_node(obj.data.materials[0]) is not None
     assert own.users >= 1 and own.use_fake_user
 
+@pytest.mark.compat
+def test_a_group_or_material_of_the_artists_named_like_ours_is_left_alone(blender):
+    """The artist's own shader group called like ours keeps its nodes and inputs (ours
+    takes the next free name), a geometry group or a plain material of that name is no
+    obstacle, and the object shows the terrain material."""
+    theirs = bpy.data.node_groups.new(te.features.material.GROUP, 'ShaderNodeTree')
+    theirs.interface.new_socket("Mine", in_out='INPUT', socket_type='NodeSocketFloat')
+    theirs.nodes.new("ShaderNodeMath")
+    bpy.data.node_groups.new(te.features.material.GROUP + " geo", 'GeometryNodeTree')
+    bpy.data.materials.new(te.features.material.MATERIAL)
+    obj = cone(n=8)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert len(theirs.nodes) == 1 and [i.name for i in theirs.interface.items_tree] == ["Mine"]
+    node = te.features.material.group_node(obj.material_slots[0].material)
+    assert node is not None and node.node_tree != theirs
+    assert te.features.material.surface_group() == node.node_tree, "found again, not remade"
+
+
+@pytest.mark.compat
+def test_a_slot_linked_to_the_object_gets_the_material_where_it_shows(blender):
+    """With the first slot linked to the object, the object shows the object's material:
+    that is where the terrain material goes (on the mesh it would change nothing)."""
+    obj = cone(n=8)
+    own = bpy.data.materials.new("Artist's")
+    obj.data.materials.append(own)
+    obj.material_slots[0].link = 'OBJECT'
+    obj.material_slots[0].material = own
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert te.features.material.group_node(obj.material_slots[0].material) is not None
+    assert own.users >= 1
+
+
 @pytest.mark.parametrize("engine", ["CYCLES", "BLENDER_EEVEE"])
 def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, engine):
     obj = cone()
