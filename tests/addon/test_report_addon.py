@@ -58,3 +58,19 @@ def test_report_measures_before_and_now_in_world_units(blender):
 def test_report_needs_a_grid(blender):
     bpy.ops.mesh.primitive_uv_sphere_add()
     assert not te.features.report_ui.TERRAIN_OT_report.poll(bpy.context)
+
+
+@pytest.mark.compat
+def test_heights_a_script_changes_make_the_report_stale(blender):
+    """A script (or sculpt, or an applied modifier) that changes the heights without a
+    run: the panel no longer shows the old figures as now."""
+    obj, z = _grid()
+    assert bpy.ops.terrain.report() == {'FINISHED'}
+    assert te.features.report_ui.shown_report(obj) is not None
+    co = np.empty(3 * len(obj.data.vertices), np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    co[2::3] *= 1.5
+    obj.data.vertices.foreach_set("co", co)
+    obj.data.update()
+    assert te.features.report_ui.shown_report(obj) is None
+    assert "Before" not in _draw(obj)
