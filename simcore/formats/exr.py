@@ -34,7 +34,6 @@ import json
 import math
 import shutil
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +44,7 @@ import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
 from ..fileio import atomic_write, check_input, check_memory
+from .staging import temporary_folder
 
 GENERATOR = "Terrain Erosion"
 #: prefix of our header attributes
@@ -248,8 +248,9 @@ def write(path: str | Path, channels: Mapping[str, np.ndarray],
     for key, value in facts.items():
         spec.attribute(PREFIX + key, value)
     try:
-        with tempfile.TemporaryDirectory(prefix=".te-exr-", dir=path.parent) as tmp:
-            tmp_file = Path(tmp) / "layers.exr"
+        tmp = temporary_folder(path.parent)
+        try:
+            tmp_file = tmp / "layers.exr"
             out = oiio.ImageOutput.create(str(tmp_file))
             if out is None:
                 raise OutputPathError(f"cannot write {path}: {oiio.geterror()}")
@@ -264,6 +265,8 @@ def write(path: str | Path, channels: Mapping[str, np.ndarray],
                 with open(tmp_file, "rb") as src:
                     shutil.copyfileobj(src, f, 1 << 20)
             atomic_write(path, copy)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     except OSError as exc:  # the temporary folder itself
         raise OutputPathError(describe_os_error(exc, path)) from None
     return path

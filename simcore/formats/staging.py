@@ -36,7 +36,10 @@ from ..fileio import pid_alive
 
 STAGING = ".te-staging-"
 ASIDE = ".te-aside-"
-_OURS = re.compile(r"\.te-(staging|aside)-(\d+)-[0-9a-f]{12}")
+#: a file writer's own temporary folder (the multi-layer EXR's): swept once its process
+#: is gone, never while it runs
+TEMPORARY = ".te-temp-"
+_OURS = re.compile(r"\.te-(staging|aside|temp)-(\d+)-[0-9a-f]{12}")
 
 
 def is_transaction_folder(name: str) -> bool:
@@ -59,10 +62,21 @@ def _stale(kind: str, pid: int) -> bool:
     return not pid_alive(pid)
 
 
+def temporary_folder(folder: Path) -> Path:
+    """A new temporary folder in ``folder`` (same disk: its file moves in with one
+    rename) named so that :func:`remove_stale` sweeps it once this process is gone (a
+    killed run); those of dead processes are swept first. The caller removes it."""
+    remove_stale(folder)
+    path = folder / f"{TEMPORARY}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    path.mkdir()
+    return path
+
+
 def remove_stale(folder: Path) -> None:
-    """Remove staging and aside folders in ``folder`` left by processes that no longer
-    run (killed mid-bake) and staging folders of this one (a clean-up that failed);
-    never an aside folder marked :data:`KEEP` (a failed rollback's)."""
+    """Remove staging, aside and temporary folders in ``folder`` left by processes that
+    no longer run (killed mid-bake or mid-write) and staging folders of this one (a
+    clean-up that failed); never an aside folder marked :data:`KEEP` (a failed
+    rollback's)."""
     try:
         entries = list(os.scandir(folder))
     except OSError:

@@ -81,6 +81,21 @@ def test_round_trip_is_bit_exact_with_metadata(tmp_path, shape):
     assert folder_names(tmp_path) == ["t.exr"], "no temporary left"
 
 
+def test_a_killed_writers_temporary_folder_is_swept_a_running_ones_kept(tmp_path):
+    """The writer's temporary folder of a run that was killed (its process is gone) is
+    removed by the next write in that folder; one of a process that still runs is not."""
+    import subprocess
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tmp_path / f".te-temp-{dead.pid}-0123456789ab"
+    left.mkdir()
+    (left / "layers.exr").write_bytes(b"half")
+    alive = tmp_path / f".te-temp-{os.getppid()}-ba9876543210"
+    alive.mkdir()
+    exr.write(tmp_path / "t.exr", layers(5, 6), None, OIIO)
+    assert folder_names(tmp_path) == sorted(["t.exr", alive.name])
+
+
 def test_header_says_zip_float_and_row_order(tmp_path):
     """32-bit float, ZIP, and the file's top scanline is the grid's last row (+Y up)."""
     maps = layers(5, 4)
