@@ -466,6 +466,10 @@ def import_heightmap(filepath: str | os.PathLike, cell_size: float = 0.0,
     if path.suffix.lower() == ".exr" and exr.has_height(path):
         layers, side = _read_layers(path)
         raw = layers.pop(exr.HEIGHT)
+    elif path.suffix.lower() == ".exr" and exr.is_multipart(path):
+        raise InputFileError(f"{path} is a multi-part (or deep) EXR, which Blender's "
+                             "image reader cannot read: save its heights as a "
+                             "single-part EXR (one image, one part) and import that")
     else:
         raw = _load_image(path)
         side = sidecar_file.read(path)

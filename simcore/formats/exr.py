@@ -43,7 +43,7 @@ from types import ModuleType
 import numpy as np
 
 from ..errors import InputFileError, OutputPathError, UserError, describe_os_error
-from ..fileio import atomic_write, check_input, check_memory
+from ..fileio import atomic_write, check_input, check_memory, open_input
 from .staging import temporary_folder
 
 GENERATOR = "Terrain Erosion"
@@ -180,6 +180,17 @@ def _chlist(value: bytes, path: Path) -> list[str]:
         names.append(value[pos:end].decode("utf-8", "replace"))
         pos = end + 17
     return names
+
+
+def is_multipart(path: str | Path) -> bool:
+    """True for a multi-part (or deep) OpenEXR file, which Blender's image reader
+    cannot read (it makes a 0x0 image of it); False for any other file."""
+    try:
+        with open_input(path) as f:
+            head = f.read(8)
+    except (InputFileError, OSError):
+        return False
+    return head[:4] == MAGIC and bool((int.from_bytes(head[4:8], "little") >> 8) & 0x18)
 
 
 def has_height(path: str | Path) -> bool:

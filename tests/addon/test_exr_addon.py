@@ -309,3 +309,27 @@ def test_a_multilayer_exr_with_a_bad_channel_is_refused_and_makes_nothing(
     with pytest.raises(UserError, match=re.escape(words)):
         te.features.export.import_heightmap(path, cell_size=1.0)
     assert (set(bpy.data.objects.keys()), set(bpy.data.meshes.keys())) == before
+
+
+@pytest.mark.compat
+def test_a_multipart_exr_is_refused_with_a_message_not_a_0x0_image(blender, tmp_path):
+    oiio = te.features.export.openimageio()
+    z = np.add.outer(np.linspace(0, 1, 9), np.linspace(0, 2, 11)).astype(np.float32)
+    path = tmp_path / "parts.exr"
+    specs = []
+    for name in ("Y", "mask"):
+        spec = oiio.ImageSpec(11, 9, 1, "float")
+        spec.channelnames = (name,)
+        spec.attribute("name", name)
+        specs.append(spec)
+    out = oiio.ImageOutput.create(str(path))
+    assert out.open(str(path), specs)
+    assert out.write_image(z[..., None].copy())
+    assert out.open(str(path), specs[1], "AppendSubimage")
+    assert out.write_image(z[..., None].copy())
+    assert out.close()
+    assert te.simcore.formats.exr.is_multipart(path)
+    before = set(bpy.data.objects.keys())
+    with pytest.raises(UserError, match="multi-part .* single-part EXR"):
+        te.features.export.import_heightmap(path, cell_size=1.0)
+    assert set(bpy.data.objects.keys()) == before
