@@ -19,7 +19,7 @@ import pytest
 from simcore.algorithms import drainage
 from simcore.cli.main import main
 from simcore.engine.simulation import Simulation, process_params
-from simcore.formats.presets import PresetError, load_preset
+from simcore.formats.presets import PresetError, find_preset, load_preset, save_preset
 from simcore.generators.noise import upland_terrain
 from simcore.rock import RockColumn, RockError
 from simcore.terrain import Terrain
@@ -297,3 +297,53 @@ def test_a_million_layers_in_code_are_refused_before_any_is_checked():
     at once, with the limit in the message."""
     with pytest.raises(RockError, match="at most 64"):
         RockColumn.from_dict({"layers": [{"thickness": 1.0}] * 1_000_000})
+
+
+# --- the shipped rock presets ----------------------------------------------------------------
+
+ROCK_PRESETS = ("mesa_country", "cuesta_land", "ridge_and_valley")
+
+
+def test_the_rock_presets_keep_their_columns_through_a_save(tmp_path):
+    """The shipped rock presets load with their columns, and saving one writes a file
+    that loads as the same preset, column included."""
+    for name in ROCK_PRESETS:
+        preset = find_preset(name)
+        assert preset.rock is not None and len(preset.rock.layers) >= 2, name
+        assert {"landscape", "thermal"} <= set(preset.enabled_params()), name
+        again = load_preset(save_preset(preset, tmp_path / f"{name}.toml"))
+        assert again.rock == preset.rock and again.params == preset.params, name
+
+
+@pytest.mark.parametrize("name", ROCK_PRESETS)
+def test_the_rock_presets_make_their_landforms(name):
+    """Each rock preset as shipped (landscape evolution, then hillslopes) on a raised
+    plateau 7.68 km across (128² cells of 60 m; 420 m high with up to 140 m of bumps)
+    makes its landform, which the same run without its column does not: mesa_country
+    keeps its summits on the cap's top (500 m) where the plain run wears them below
+    200 m; cuesta_land's scarps facing up-dip are at least twice as steep as its dip
+    slopes (the plain run: alike); ridge_and_valley's channels peak within 15 degrees of
+    the fold axis (40) and lie along it half as often again as without the column."""
+    cell, preset = 60.0, find_preset(name)
+    start = _plateau(128, 420.0, 140.0)
+    runs = []
+    for rock in (preset.rock, None):
+        t = Terrain.from_heights(start, cell, rock=rock)
+        Simulation(t, preset.enabled_params(), seed=preset.seed,
+                   particles=preset.work(t)).run()
+        runs.append(t.world_height())
+    h, plain = runs
+    if name == "mesa_country":
+        top = preset.rock.frame.top
+        assert abs(_summits(h).max() - top) <= 5.0 and abs(np.percentile(h, 99) - top) <= 10.0
+        assert np.percentile(plain, 99) < 200.0
+    elif name == "cuesta_land":
+        scarp, dip = _asymmetry(h, cell, preset.rock.frame.dip_direction)
+        plain_scarp, plain_dip = _asymmetry(plain, cell, preset.rock.frame.dip_direction)
+        assert scarp / dip >= 2.0 and plain_scarp / plain_dip <= 1.5
+    else:
+        axis = preset.rock.frame.fold_axis
+        azimuths = _channel_azimuths(h, cell)
+        assert abs((_peak(azimuths) - axis + 90.0) % 180.0 - 90.0) <= 15.0
+        assert _share_near(azimuths, axis) >= 1.5 * _share_near(_channel_azimuths(plain, cell),
+                                                                axis)
