@@ -320,8 +320,8 @@ def test_the_rock_presets_make_their_landforms(name):
     """Each rock preset as shipped (landscape evolution, then hillslopes) on a raised
     plateau 7.68 km across (128² cells of 60 m; 420 m high with up to 140 m of bumps)
     makes its landform, which the same run without its column does not: mesa_country
-    keeps its summits on the cap's top (500 m) where the plain run wears them below
-    200 m; cuesta_land's scarps facing up-dip are at least twice as steep as its dip
+    keeps its summits on the cap's top (500 m) where the plain run wears them more
+    than 100 m lower; cuesta_land's scarps facing up-dip are at least twice as steep as its dip
     slopes (the plain run: alike); ridge_and_valley's channels peak within 15 degrees of
     the fold axis (40) and lie along it half as often again as without the column."""
     cell, preset = 60.0, find_preset(name)
@@ -336,7 +336,7 @@ def test_the_rock_presets_make_their_landforms(name):
     if name == "mesa_country":
         top = preset.rock.frame.top
         assert abs(_summits(h).max() - top) <= 5.0 and abs(np.percentile(h, 99) - top) <= 10.0
-        assert np.percentile(plain, 99) < 200.0
+        assert np.percentile(plain, 99) < top - 100.0
     elif name == "cuesta_land":
         scarp, dip = _asymmetry(h, cell, preset.rock.frame.dip_direction)
         plain_scarp, plain_dip = _asymmetry(plain, cell, preset.rock.frame.dip_direction)
