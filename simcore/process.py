@@ -93,3 +93,7 @@ class Process(Generic[P]):
     #: (its scratch grids; measured: the table in simcore/engine/memory.py); 0 for work per
     #: particle
     bytes_per_cell: int = 0
+    #: parameter changes the warm-up (``simcore prepare``, the add-on's) also runs the
+    #: process with, for branches its defaults and the presets do not take (the
+    #: landscape's second-order diffusion where D dt / dx² <= 1)
+    warmup: tuple[dict, ...] = ()

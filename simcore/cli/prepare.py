@@ -47,7 +47,9 @@ def steps(first: Iterable[str] = ()) -> list[tuple[str, str, Callable[[], None]]
     def run_process(name: str) -> Callable[[], None]:
         def job() -> None:
             ours = preset.get(name, process_params(name))
-            for params in dict.fromkeys((process_params(name), ours)):
+            variants = [process_params(name), ours]
+            variants += [process_params(name, extra) for extra in PROCESSES[name].warmup]
+            for params in dict.fromkeys(variants):
                 # a painted protect mask has kernels of its own, and so has a run without;
                 # the masked run also reads a rock column (layers with angles)
                 for masked in (True, False):
