@@ -8,7 +8,8 @@ frame:
 
 * ``top``: the world elevation of the first layer's top at the map's centre;
 * a **tilt**: the layers dip at ``dip`` degrees towards the azimuth ``dip_direction``
-  (degrees clockwise from +y, the map's north);
+  (degrees clockwise from +y, the map's north), up to upright (90); a layer's thickness
+  is measured across it (its true thickness), so tilting keeps it;
 * a **fold**: the contacts rise and fall by ``fold_amplitude`` with a wavelength
   ``fold_wavelength`` across a fold axis that trends towards ``fold_axis`` (an
   anticline through the centre);
@@ -109,7 +110,8 @@ class Frame(Params):
                          "off: the first layer goes on upwards and the last downwards")
     top: float = param(0.0, -1e6, 1e6, "m",
                        "elevation of the first layer's top at the map's centre")
-    dip: float = param(0.0, 0.0, 80.0, "deg", "how steeply the layers are tilted")
+    dip: float = param(0.0, 0.0, 90.0, "deg", "how steeply the layers are tilted (90: "
+                       "upright; thicknesses are measured across the layers)")
     dip_direction: float = param(0.0, 0.0, 360.0, "deg",
                                  "azimuth the layers dip towards (clockwise from +Y)")
     fold_amplitude: float = param(0.0, 0.0, 1e5, "m",

@@ -59,7 +59,7 @@ class Strata:
         c = (np.arange(self.shape[1]) - centre[1]) * self.cell_size
         x, y = c[None, :], r[:, None]
         dx, dy = _azimuth(frame.dip_direction)
-        top = frame.top - math.tan(math.radians(frame.dip)) * (x * dx + y * dy)
+        top = np.full((1, 1), frame.top)
         if frame.fold_amplitude > 0.0:
             ax, ay = _azimuth(frame.fold_axis)
             across = x * ay - y * ax  # distance across the axis
@@ -67,6 +67,12 @@ class Strata:
                 2.0 * math.pi * across / frame.fold_wavelength)
         if frame.noise_amplitude > 0.0:
             top = top + _wobble(frame, x, y)
+        # tilted: the depth across the layers (their true thickness) of a point at
+        # elevation z is (top - z) cos(dip) - sin(dip) x (its distance along the dip
+        # direction); kept as ``top`` = the part without z, and ``cos_dip``
+        dip = math.radians(frame.dip)
+        self.cos_dip = 0.0 if frame.dip >= 90.0 else math.cos(dip)
+        top = top * self.cos_dip - math.sin(dip) * (x * dx + y * dy)
         self.top = np.ascontiguousarray(np.broadcast_to(top, self.shape), dtype=np.float64)
         self.fault = frame.fault_throw != 0.0
         if self.fault:
@@ -113,7 +119,7 @@ class Strata:
         f = self.column.frame
 
         def band(span: tuple[int, int]) -> None:
-            _evaluate(span[0], span[1], self.cell_size, self.top.reshape(-1),
+            _evaluate(span[0], span[1], self.cell_size, self.cos_dip, self.top.reshape(-1),
                       self.plane.reshape(-1), self.fault, f.fault_throw, self.bounds,
                       self.erodibility, self.critical, f.repeat, *flat)
 
@@ -121,7 +127,8 @@ class Strata:
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _evaluate(first, last, cell, top, plane, fault, throw, bounds, erod, crit, repeat,
+def _evaluate(first, last, cell, cos_dip, top, plane, fault, throw, bounds, erod, crit,
+              repeat,
               bedrock, uplifted, erodibility, erodibility_out, layer_out, critical_out,
               layer_erodibility_out):
     """:meth:`Strata.evaluate` on cells ``first .. last - 1`` (flat arrays)."""
@@ -130,9 +137,9 @@ def _evaluate(first, last, cell, top, plane, fault, throw, bounds, erod, crit, r
     risen = uplifted.size > 0
     for i in range(first, last):
         z = (bedrock[i] - uplifted[i] if risen else bedrock[i]) * cell
-        depth = top[i] - z
-        if fault and z > plane[i]:
-            depth -= throw
+        if fault and z > plane[i]:  # the block above the plane moved down by the throw
+            z += throw
+        depth = top[i] - cos_dip * z
         if repeat:
             depth -= period * math.floor(depth / period)
             if depth >= period:  # rounding of a depth just below a multiple

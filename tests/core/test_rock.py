@@ -49,14 +49,22 @@ def test_dip_fold_and_fault_move_the_contacts_as_the_frame_says():
     thick = 1000.0
     one = [{"thickness": thick}]
     # a 10 degree dip towards +x (azimuth 90): the top falls by tan(10) per metre east,
-    # so at x metres east of the centre the surface at 0 lies tan(10) x shallower
+    # so x metres west of the centre the surface at 0 lies tan(10) |x| below the top,
+    # sin(10) |x| across the layers (thicknesses are true thicknesses)
     dip = RockColumn.from_dict({"top": 0.0, "dip": 10.0, "dip_direction": 90.0,
                                 "repeat": False, "layers": one})
     depth = layers_at(dip, flat) * thick
     x = (np.arange(n) - (n - 1) / 2) * CELL
-    want = np.clip(-math.tan(math.radians(10.0)) * x, 0.0, None)
+    want = np.clip(-math.sin(math.radians(10.0)) * x, 0.0, None)
     assert np.allclose(depth[n // 2], np.minimum(want, 0.999 * thick), atol=1e-6)
     assert np.allclose(depth, depth[0][None, :]), "the contacts strike north-south"
+    # upright layers (dip 90 towards +x): the depth is the distance west of the centre,
+    # at any elevation
+    upright = RockColumn.from_dict({"top": 55.0, "dip": 90.0, "dip_direction": 90.0,
+                                    "repeat": False, "layers": one})
+    for z in (flat, flat + 300.0):
+        depth = layers_at(upright, z) * thick
+        assert np.allclose(depth[3], np.clip(-x, 0.0, None), atol=1e-9)
     # a fold with its axis north-south: depth follows the cosine across it (east-west)
     fold = RockColumn.from_dict({"top": 300.0, "fold_amplitude": 100.0,
                                  "fold_wavelength": 200.0, "fold_axis": 0.0, "layers": one})

@@ -64,24 +64,31 @@ def test_a_hard_layer_steepens_a_steady_river_by_the_erodibility_ratio():
         U = K e A^m S   ->   S = U / (K e A^m)
 
     with A = (cells upstream, itself included) x cell² and e the erodibility of the
-    cell's layer. The column is soft rock (e = 1) with one hard band (e = 0.25) across
-    the middle of the profile's elevations: in the band the river must be steeper by
-    e_soft / e_hard = 4 (at equal area; S A^m is what the law fixes). Cells at a contact
-    may flip between the two layers from step to step and are left out (the layer's
-    depth fraction 0.05 .. 0.95)."""
+    cell's layer. The column is soft rock (e = 1) with one hard band (e = 0.25) standing
+    upright across the river (layers dip 90°: their contacts are vertical, so the rock
+    uplift raises does not move them and a steady state exists; horizontal layers rise
+    with the rock through the profile): in the band the river must be steeper by
+    e_soft / e_hard = 4 (at equal area; S A^m is what the law fixes). Cells next to a
+    contact are left out (their slope reaches across it)."""
     cols, cell, u, k, m = 48, 100.0, 1e-3, 1e-4, 0.5
     h = np.zeros((3, cols))
     h[0, :] = h[2, :] = h[:, -1] = 1e5  # walls: outlets too high to receive water
     h[1, :-1] = 0.01 * np.arange(cols - 1) * cell  # the river's start, rising inland
-    rock = _column([(60.0, 1.0), (60.0, 0.25), (1.0, 1.0)], top=130.0, repeat=False)
+    # dipping east (+x): the depth across the layers is the distance west of the centre,
+    # so the hard band is x = -2000 .. -1000 m (columns 4 to 13 of the 48)
+    rock = _column([(1000.0, 1.0), (1000.0, 0.25), (1.0, 1.0)], dip=90.0,
+                   dip_direction=90.0, repeat=False)
     t = _run(h, cell, rock, uplift=u, k=k, m=m, head_area=0.0, diffusivity=0.0,
              time_step=5e4, age=8e6)
     z = t.world_height()[1, :-1]
     slope = np.diff(z) / cell  # between each cell and its receiver downstream
     area = (cols - 2 - np.arange(1, cols - 1)) * cell * cell + cell * cell
     layer = t.rock_layer[1, 1:-1]
-    index, frac = np.floor(layer).astype(int), layer % 1.0
-    inside = (frac > 0.05) & (frac < 0.95)
+    index = np.floor(layer).astype(int)
+    contact = np.zeros(index.size, bool)  # a cell next to one of another layer
+    contact[1:] |= index[1:] != index[:-1]
+    contact[:-1] |= index[:-1] != index[1:]
+    inside = ~contact
     law = slope * area ** m * k / u  # = 1 / e at steady state
     hard = law[inside & (index == 1)]
     soft = law[inside & (index != 1)]
