@@ -27,11 +27,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 from simcore.algorithms import drainage  # noqa: E402
+from simcore.algorithms.strata import Strata  # noqa: E402
 from simcore.engine.simulation import Simulation  # noqa: E402
 from simcore.formats.images import save_png  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
 from simcore.generators.uplands import drained_uplands  # noqa: E402
-from simcore.rock import RockColumn, Strata  # noqa: E402
+from simcore.rock import RockColumn  # noqa: E402
 from simcore.terrain import Terrain  # noqa: E402
 from tools.contact_sheet import label  # noqa: E402
 
