@@ -397,8 +397,9 @@ def shown_materials(obj: bpy.types.Object) -> list[bpy.types.Material]:
 
 def _rock_colors(obj: bpy.types.Object) -> list[tuple[float, float, float]]:
     """The colours of ``obj``'s rock layers, top down; [] when Rock Layers is off."""
-    rock = obj.terrain_erosion.rock
-    return rock.colors() if rock.enabled else []
+    settings = getattr(obj, "terrain_erosion", None)  # None: the add-on is not registered
+    rock = settings.rock if settings is not None else None
+    return rock.colors() if rock is not None and rock.enabled else []
 
 
 def sync_rock_colors(obj: bpy.types.Object) -> None:
