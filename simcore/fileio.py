@@ -70,6 +70,96 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+#: a lock file younger than this whose pid cannot be read is being written: held
+LOCK_GRACE_SECONDS = 10.0
+
+
+def _lock_owner(lock: Path) -> tuple[int | None, str]:
+    """The pid and host written in ``lock`` (None: unreadable or not written yet)."""
+    try:
+        text = lock.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return None, ""
+    if text and text[0].isdigit():
+        return int(text[0]), (text[1] if len(text) > 1 else "")
+    return None, ""
+
+
+def _lock_held(lock: Path, pid: int | None, host: str) -> bool:
+    """Whether the run that wrote ``lock`` may still run: its pid is alive (or on another
+    host, where that cannot be told), or it is so new its pid is not written yet."""
+    if pid is None:
+        try:
+            return time.time() - lock.stat().st_mtime < LOCK_GRACE_SECONDS
+        except OSError:
+            return False
+    if host and host != _host():
+        return True
+    return pid == os.getpid() or pid_alive(pid)
+
+
+def _host() -> str:
+    import socket
+
+    name = socket.gethostname().split()
+    return name[0] if name else ""
+
+
+@contextlib.contextmanager
+def output_lock(output: str | os.PathLike, flag: str = "--output") -> Iterator[Path]:
+    """Hold ``<output>.lock`` while a run writes ``output``: the file is created with
+    O_EXCL and holds this process's pid and host; it is removed when the block ends.
+    A lock of a run that still runs refuses with an OutputPathError naming it; one whose
+    process no longer runs (killed) is taken over. Creating the lock is also the check
+    that the folder can be written."""
+    out = Path(output)
+    lock = out.with_name(out.name + ".lock")
+    for _ in range(5):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            pid, host = _lock_owner(lock)
+            if _lock_held(lock, pid, host):
+                who = f"pid {pid}{f' on {host}' if host else ''}" if pid else "a new run"
+                raise OutputPathError(
+                    f"{flag} {out}: another run ({who}) is writing it (lock file {lock}); "
+                    "wait for it to end, or delete the lock file if that run is gone"
+                ) from None
+            aside = lock.with_name(f"{lock.name}.stale-{os.getpid()}")
+            try:  # take the stale lock over: out of the way, then create ours
+                os.replace(lock, aside)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise OutputPathError(describe_os_error(exc, lock)) from None
+            if _lock_owner(aside) != (pid, host):  # a new run's lock came in between
+                with contextlib.suppress(OSError):
+                    os.link(aside, lock)
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+            continue
+        except OSError as exc:
+            raise OutputPathError(f"{flag}: {describe_os_error(exc, lock)}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(f"{os.getpid()} {_host()}\n")
+            break
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            if isinstance(exc, OSError):
+                raise OutputPathError(f"{flag}: {describe_os_error(exc, lock)}") from None
+            raise
+    else:
+        raise OutputPathError(f"{flag} {out}: cannot take the lock file {lock}; try again")
+    try:
+        yield lock
+    finally:
+        with contextlib.suppress(OSError):
+            if _lock_owner(lock)[0] == os.getpid():
+                os.unlink(lock)
+
+
 def remove_stale_temps(target: Path) -> list[Path]:
     """Remove temporary files of ``target`` left by processes that no longer run."""
     removed: list[Path] = []

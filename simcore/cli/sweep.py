@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-from ..fileio import make_folder
 from ..pipeline import arguments
 from .cluster import add_cluster_flags
 
@@ -21,7 +20,10 @@ def add_parser(sub) -> None:
         "Writes NNNN_<input>_<preset>_s<seed>.npz and .png into --output, and sweep.csv "
         "/ sweep.json: each run's parameters, status, seconds and realism figures after "
         "the run. A failed run (a bad input) is a row with its reason; the others go "
-        "on; the exit code is then 1.")
+        "on; the exit code is then 1. The results replace the earlier sweep's in "
+        "--output (its table and the files it names) only once every run has ended "
+        "and one succeeded; an interrupted sweep leaves them as they were and puts "
+        "the runs it finished in <output>.interrupted-<time>.")
     w.add_argument("--preset", required=True, help="preset names or .toml paths, comma "
                    "separated (default,alpine)")
     w.add_argument("--seed", required=True, help="seeds: 1..20, 1,4,9 or a mix")
@@ -37,27 +39,43 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..distributed.cluster import client
-    from ..distributed.sweep import expand_inputs, parse_seeds, sweep
+    from ..distributed.cluster import check_cluster_args, client
+    from ..distributed.sweep import (
+        SweepInterrupted,
+        check_folder,
+        check_sweep,
+        expand_inputs,
+        parse_seeds,
+        sweep,
+    )
 
+    # every argument before a cluster starts: one line and exit 2 for a mistake
     presets = [p.strip() for p in args.preset.split(",") if p.strip()]
     seeds = parse_seeds(args.seed)
     inputs = expand_inputs(args.input)
     if args.cell_size is not None:
         arguments.cell_size(args.cell_size)
     sets = arguments.overrides(args.set)
-    make_folder(args.output, "--output")  # before a cluster starts
+    check_sweep(presets, seeds, args.particles, sets)
+    check_cluster_args(args.workers, args.scheduler, args.threads)
+    out = check_folder(args.output)
     t0 = time.perf_counter()
-    with client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,
-                quiet=args.quiet) as c:
-        rows = sweep(inputs, presets, seeds, args.output, c, cell_size=args.cell_size,
-                     particles=args.particles, sets=sets, quiet=args.quiet)
+    try:
+        with client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,
+                    quiet=args.quiet) as c:
+            rows = sweep(inputs, presets, seeds, out, c, cell_size=args.cell_size,
+                         particles=args.particles, sets=sets, quiet=args.quiet)
+    except SweepInterrupted as exc:
+        print(exc.message, file=sys.stderr)
+        return 130
     failed = [r for r in rows if r["status"] != "ok"]
     for r in failed:
         print(f"failed: run {r['run']} ({r['input']}, {r['preset']}, seed {r['seed']}): "
               f"{r['error']}", file=sys.stderr)
-    if not args.quiet:
+    if len(failed) == len(rows):
+        print(f"no run succeeded; {out} is left as it was", file=sys.stderr)
+    elif not args.quiet:
         print(f"{len(rows) - len(failed)} of {len(rows)} runs done in "
-              f"{time.perf_counter() - t0:.1f}s; table: {Path(args.output) / 'sweep.csv'}",
+              f"{time.perf_counter() - t0:.1f}s; table: {Path(out) / 'sweep.csv'}",
               file=sys.stderr)
     return 0 if not failed else 1

@@ -8,9 +8,10 @@ at a time with ``threads`` numba threads; the results never depend on the thread
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from ..errors import UserError
@@ -30,16 +31,68 @@ def _distributed():
     return distributed
 
 
+#: the transports a dask scheduler address may name (``tcp://`` when none is given)
+TRANSPORTS = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
+MAX_WORKERS = 1024
+
+
+def most_threads() -> int:
+    """The most numba threads a local worker may have: this machine's cores."""
+    return max(1, os.cpu_count() or 1)
+
+
+def check_scheduler(address: str) -> str:
+    """``--scheduler``: ``[TRANSPORT://]HOST:PORT`` (TRANSPORT one of
+    :data:`TRANSPORTS`, default tcp; an IPv6 host in brackets); ClusterError saying
+    what is wrong, before anything connects."""
+    text = str(address).strip()
+    said = f"--scheduler {address!r}"
+    scheme, sep, rest = text.partition("://")
+    if not sep:
+        scheme, rest = "tcp", text
+    if scheme.lower() not in TRANSPORTS:
+        raise ClusterError(f"{said}: unknown transport '{scheme}://'; use one of "
+                           f"{', '.join(t + '://' for t in TRANSPORTS)} (e.g. "
+                           "tcp://10.0.0.5:8786)")
+    if scheme.lower() == "inproc":
+        if not rest:
+            raise ClusterError(f"{said}: an inproc:// address names its scheduler")
+        return text
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port or (host.startswith("[") is not host.endswith("]")):
+        raise ClusterError(f"{said}: give HOST:PORT, e.g. tcp://10.0.0.5:8786 (no port)")
+    bare = host[1:-1] if host.startswith("[") else host
+    if not bare or any(c.isspace() or c in "/?#@[]" for c in bare):
+        raise ClusterError(f"{said}: {'empty' if not bare else 'malformed'} host; give "
+                           "HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ClusterError(f"{said}: the port must be a number from 1 to 65535, got "
+                           f"'{port}'")
+    return text
+
+
+def check_cluster_args(workers: int = 2, scheduler: str | None = None,
+                       threads: int = 1) -> None:
+    """``--workers``, ``--scheduler``, ``--threads`` checked before a cluster starts
+    (ClusterError naming the flag and its range). ``--threads`` is numba threads per
+    local worker: 1 up to this machine's cores (0 does not mean "all": it is refused)."""
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise ClusterError(f"--workers must be 1..{MAX_WORKERS}, got {workers}")
+    most = most_threads()
+    if not 1 <= threads <= most:
+        raise ClusterError(f"--threads must be 1..{most} (this machine's cores), got "
+                           f"{threads}")
+
+
 @contextmanager
 def client(workers: int = 2, scheduler: str | None = None, threads: int = 1,
            quiet: bool = False, memory_limit: str | int = "auto") -> Iterator[Any]:
     """A ``distributed.Client``: connected to ``scheduler``, else to a new
     LocalCluster of ``workers`` processes (closed on exit). Prints the dashboard link."""
+    check_cluster_args(workers, scheduler, threads)
     distributed = _distributed()
-    if workers < 1 or workers > 1024:
-        raise ClusterError(f"--workers must be 1..1024, got {workers}")
-    if threads < 1:
-        raise ClusterError(f"--threads must be >= 1, got {threads}")
     cluster = None
     if scheduler:
         try:
@@ -69,19 +122,31 @@ def client(workers: int = 2, scheduler: str | None = None, threads: int = 1,
 
 
 def run_tasks(c: Any, fn: Callable[..., Any], items: Iterable[tuple], label: str,
-              quiet: bool = False) -> list[Any]:
+              quiet: bool = False,
+              on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
     """Submit ``fn(*item)`` for every item as one task each (pure: a re-run after a
     lost worker computes the same thing), print a progress line as each ends, and
-    return the results in the order of ``items``."""
+    return the results in the order of ``items``. ``on_result(i, result)`` is called
+    as item ``i`` ends (so a caller interrupted mid-way knows what finished); on any
+    exception (Ctrl+C) the tasks not yet finished are cancelled."""
     distributed = _distributed()
     items = list(items)
     futures = [c.submit(fn, *item, pure=False, retries=2) for item in items]
     index = {f.key: i for i, f in enumerate(futures)}
     results: list[Any] = [None] * len(futures)
     done = 0
-    for fut in distributed.as_completed(futures):
-        results[index[fut.key]] = fut.result()
-        done += 1
-        if not quiet:
-            print(f"  {label}: {done}/{len(futures)} done", file=sys.stderr, flush=True)
+    try:
+        for fut in distributed.as_completed(futures):
+            i = index[fut.key]
+            results[i] = fut.result()
+            if on_result is not None:
+                on_result(i, results[i])
+            done += 1
+            if not quiet:
+                print(f"  {label}: {done}/{len(futures)} done", file=sys.stderr,
+                      flush=True)
+    except BaseException:
+        with suppress(Exception):
+            c.cancel(futures)
+        raise
     return results

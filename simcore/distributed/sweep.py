@@ -8,25 +8,34 @@ whole state, as ``erode`` writes it) and ``.png`` (its shaded relief, as ``shade
 it) into the output folder; the table ``sweep.csv`` / ``sweep.json`` has one row per
 run: its input, preset, seed, particles and parameters, status (``ok`` or ``failed``
 with the reason), seconds and the realism report's figures after the run
-(simcore.analysis.report). A run that fails (a bad input, a preset that does not load) is a row
-saying why; the others go on.
+(simcore.analysis.report). A run that fails (a bad input) is a row saying why; the
+others go on. Presets, particles and seeds are checked before a cluster starts
+(:func:`check_sweep`).
+
+The files are one set: written into a staging folder inside the output folder and
+swapped in for the earlier sweep's set (simcore/formats/staging.py) only when every
+run has ended and one succeeded; otherwise the earlier set is left as it was, and the
+runs finished before an interruption go to ``<output>.interrupted-<time>``.
 
 Command-line only (dask): the Blender extension never imports this module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import io
 import json
+import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ..analysis.report import ROWS
-from ..errors import UserError
+from ..errors import OutputPathError, UserError
 from ..fileio import make_folder
 from ..params import SEED_RANGE
 
@@ -148,24 +157,147 @@ def table_csv(rows: list[dict[str, Any]]) -> bytes:
     return buf.getvalue().encode()
 
 
+TABLES = ("sweep.csv", "sweep.json")  # sweep.json last: the set's manifest
+PARTIAL_TABLES = ("sweep-partial.csv", "sweep-partial.json")
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl+C during a sweep: the earlier set is as it was; ``message`` says where the
+    runs that had finished are (``partial``; None when none had)."""
+
+    def __init__(self, message: str, partial: Path | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.partial = partial
+
+
+def check_sweep(presets: list[str], seeds: list[int], particles: int | None = None,
+                sets: dict[str, Any] | None = None) -> None:
+    """Refuse, before a cluster starts, what would make every run fail the same way:
+    an unknown preset (or one that does not load), a particle count or a seed out of
+    range, a bad ``--set`` (UserError naming it)."""
+    from ..formats.presets import find_preset
+    from ..pipeline import arguments
+
+    arguments.particles(particles)
+    if not presets:
+        raise SweepError("--preset: give at least one preset name")
+    for name in presets:
+        preset = find_preset(name)
+        for seed in {min(seeds, default=0), max(seeds, default=0)}:
+            preset.with_overrides({**(sets or {}), "seed": seed,
+                                   **({"particles": particles} if particles is not None
+                                      else {})})
+
+
+def check_folder(out_dir: str | Path) -> Path:
+    """Create the output folder and make sure a file can be written in it (a read-only
+    folder is refused now, not after the runs)."""
+    from ..fileio import check_output
+
+    out = make_folder(out_dir, "--output")
+    try:
+        check_output(out / TABLES[-1])
+    except UserError as exc:
+        raise OutputPathError(f"--output: {exc}") from None
+    return out
+
+
+def earlier_set(out: Path) -> list[str]:
+    """The files of the sweep already in ``out``: its table (manifest first) and the
+    states and previews its sweep.json names (plain file names only)."""
+    names = list(reversed(TABLES))
+    try:
+        runs = json.loads((out / TABLES[-1]).read_text(encoding="utf-8")).get("runs", [])
+    except (OSError, ValueError, AttributeError):
+        runs = []
+    for row in runs if isinstance(runs, list) else []:
+        for key in ("state", "preview"):
+            name = row.get(key) if isinstance(row, dict) else None
+            if isinstance(name, str) and name and Path(name).name == name \
+                    and name not in (".", ".."):
+                names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def _write_tables(folder: Path, rows: list[dict[str, Any]], names: tuple[str, str]) -> None:
+    from ..fileio import atomic_write
+
+    atomic_write(folder / names[0], lambda f: f.write(table_csv(rows)))
+    atomic_write(folder / names[1], lambda f: f.write(
+        json.dumps({"columns": list(COLUMNS), "runs": rows}, indent=1).encode()))
+
+
+def _keep_partial(stage_path: Path, out: Path, finished: dict[int, dict[str, Any]]
+                  ) -> Path | None:
+    """Move the runs that finished before an interruption, with their own table
+    (sweep-partial.csv / .json), to ``<output>.interrupted-<time>`` beside the output
+    folder (inside it when that cannot be made); None when no run had finished."""
+    ok = [finished[k] for k in sorted(finished) if finished[k].get("status") == "ok"]
+    if not ok:
+        return None
+    wanted = {r[key] for r in ok for key in ("state", "preview")}
+    for entry in list(stage_path.iterdir()):  # a run cut off mid-way: not in the table
+        if entry.name not in wanted:
+            with contextlib.suppress(OSError):
+                entry.unlink()
+    _write_tables(stage_path, [finished[k] for k in sorted(finished)], PARTIAL_TABLES)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    resolved = out.resolve()
+    for target in (resolved.with_name(f"{resolved.name}.interrupted-{stamp}"),
+                   resolved / f"sweep.interrupted-{stamp}"):
+        try:
+            if not target.exists():
+                os.replace(stage_path, target)
+                return target
+        except OSError:
+            continue
+    return None
+
+
 def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str | Path,
           client: Any, cell_size: float | None = None, particles: int | None = None,
           sets: dict[str, Any] | None = None, quiet: bool = False) -> list[dict[str, Any]]:
-    """Run every (input, preset, seed) as a task on ``client``; write the table
-    (``sweep.csv``, ``sweep.json``) into ``out_dir`` and return its rows."""
-    from ..fileio import atomic_write
+    """Run every (input, preset, seed) as a task on ``client`` and return the rows.
+
+    The states, previews and table (``sweep.csv``, ``sweep.json``) are written into a
+    staging folder inside ``out_dir`` and replace the earlier sweep's set there (its
+    table and the files it names) in one commit (simcore/formats/staging.py) once every
+    run has ended and at least one succeeded. A sweep where every run failed, or that
+    fails or is interrupted, leaves the earlier set as it was; the runs that finished
+    before an interruption go to ``<output>.interrupted-<time>`` (SweepInterrupted
+    says where)."""
+    from ..formats.staging import Staging
     from .cluster import run_tasks
 
-    out = make_folder(out_dir, "--output")
+    out = check_folder(out_dir)
     combos = [(i, p, s) for i in inputs for p in presets for s in seeds]
     if not combos:
         raise SweepError("nothing to run: give --input, --preset and --seed")
     if len(combos) > MAX_RUNS:
         raise SweepError(f"{len(combos)} runs: more than {MAX_RUNS}")
-    items = [(k, i, p, s, str(out.resolve()), cell_size, particles, dict(sets or {}))
-             for k, (i, p, s) in enumerate(combos)]
-    rows = run_tasks(client, run_one, items, "sweep", quiet=quiet)
-    atomic_write(out / "sweep.csv", lambda f: f.write(table_csv(rows)))
-    atomic_write(out / "sweep.json", lambda f: f.write(
-        json.dumps({"columns": list(COLUMNS), "runs": rows}, indent=1).encode()))
+    finished: dict[int, dict[str, Any]] = {}
+    with Staging(out) as stage:
+        items = [(k, i, p, s, str(stage.path.resolve()), cell_size, particles,
+                  dict(sets or {})) for k, (i, p, s) in enumerate(combos)]
+        try:
+            rows = run_tasks(client, run_one, items, "sweep", quiet=quiet,
+                             on_result=finished.__setitem__)
+        except BaseException as exc:
+            partial = _keep_partial(stage.path, out, finished)
+            if isinstance(exc, KeyboardInterrupt):
+                where = (f"the {sum(r['status'] == 'ok' for r in finished.values())} runs "
+                         f"that had finished are in {partial}" if partial else
+                         "no run had finished")
+                raise SweepInterrupted(f"sweep interrupted; {out} is as it was; {where}",
+                                       partial) from None
+            if partial is not None:
+                print(f"sweep stopped; {out} is as it was; the runs that had finished "
+                      f"are in {partial}", file=sys.stderr)
+            raise
+        if not any(r["status"] == "ok" for r in rows):
+            return rows  # nothing to show: the earlier set stays
+        _write_tables(stage.path, rows, TABLES)
+        new = [r[key] for r in rows if r["status"] == "ok" for key in ("state", "preview")]
+        stage.commit([*new, *TABLES], earlier_set(out))
     return rows

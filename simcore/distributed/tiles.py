@@ -1156,12 +1156,26 @@ def tile_start(path: str, preset, cell_size: float | None, out: Path):
 
 
 def tile_command(args) -> int:
+    from ..fileio import output_lock
+    from ..pipeline import arguments
+    from .cluster import check_cluster_args
+
+    out = check_output_store(args.output)  # before a cluster starts
+    arguments.particles(args.particles)
+    if args.seed is not None:
+        arguments.seed(args.seed)
+    check_cluster_args(args.workers, args.scheduler, args.threads)
+    # one run at a time per --output: <output>.lock (also: the folder can be written)
+    with output_lock(out):
+        return _tile_command(args, out)
+
+
+def _tile_command(args, out: Path) -> int:
     from ..errors import CliError
     from ..formats.presets import find_preset
     from ..pipeline import arguments
     from .cluster import client
 
-    out = check_output_store(args.output)  # before a cluster starts
     if args.heightmap_tiles and Path(args.heightmap_tiles).is_file():
         raise CliError(f"--heightmap-tiles {args.heightmap_tiles}: is a file; give a folder")
     count = arguments.tiles(args.tiles)

@@ -62,6 +62,17 @@ def seed(value: int) -> int:
     return value
 
 
+def particles(value: int | None) -> int | None:
+    """``--particles`` (None: not given): 0 up to the presets' limit."""
+    from ..formats.presets import SIMULATION_KEYS
+
+    _, lo, hi, _doc = SIMULATION_KEYS["particles"]
+    if value is not None and not lo <= value <= hi:
+        raise CliError(f"--particles must be a whole number from {lo} to {hi:.0e} (the "
+                       f"total particle count), got {value}")
+    return value
+
+
 def extent(value: float) -> float:
     lo, hi = EXTENT_RANGE
     if not lo <= value <= hi:  # also refuses NaN

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -99,3 +100,211 @@ def test_the_extension_never_imports_dask_or_zarr():
             assert f"import {name}" not in text and f"from {name}" not in text, (path, name)
     manifest = (ROOT / "blender_manifest.toml").read_text(encoding="utf-8")
     assert "dask" not in manifest and "zarr" not in manifest
+
+
+# -- a sweep's results are one set: replaced whole, or left as they were ---------------
+
+def _hashes(folder):
+    import hashlib
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _serial_tasks(stop_after=None):
+    """run_tasks without dask: the tasks in order in this process; Ctrl+C (a
+    KeyboardInterrupt) once ``stop_after`` of them have ended."""
+    def run_tasks(c, fn, items, label, quiet=False, on_result=None):
+        results = []
+        for i, item in enumerate(items):
+            if i == stop_after:
+                raise KeyboardInterrupt
+            results.append(fn(*item))
+            if on_result is not None:
+                on_result(i, results[-1])
+        return results
+    return run_tasks
+
+
+@pytest.fixture
+def earlier(tmp_path, monkeypatch):
+    """A folder holding an earlier sweep's set (2 runs on a 20x20 map), and a second map."""
+    from simcore.distributed import cluster
+    from simcore.distributed.sweep import sweep
+    from simcore.generators.noise import fractal_terrain
+    maps = []
+    for k in (1, 2):
+        maps.append(tmp_path / f"m{k}.npy")
+        np.save(maps[-1], fractal_terrain(20, seed=k) * 10.0)
+    out = tmp_path / "sweep"
+    monkeypatch.setattr(cluster, "run_tasks", _serial_tasks())
+    rows = sweep([str(maps[0])], ["droplets_only"], [1, 2], out, None, cell_size=10.0,
+                 particles=60, quiet=True)
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    return out, maps
+
+
+def test_a_sweep_where_every_run_fails_leaves_the_earlier_set(earlier, tmp_path):
+    from simcore.distributed.sweep import sweep
+    out, _ = earlier
+    before = _hashes(out)
+    assert len(before) == 6  # 2 states, 2 previews, sweep.csv, sweep.json
+    bad = tmp_path / "broken.npy"
+    bad.write_bytes(b"not an array")
+    rows = sweep([str(bad)], ["droplets_only"], [1, 2, 3], out, None, cell_size=10.0,
+                 particles=60, quiet=True)
+    assert all(r["status"] == "failed" for r in rows)
+    assert _hashes(out) == before and sorted(os.listdir(out)) == sorted(before)
+
+
+def test_a_sweep_replaces_the_earlier_set_whole(earlier):
+    from simcore.distributed.sweep import sweep
+    out, maps = earlier
+    sweep([str(maps[1])], ["droplets_only"], [5], out, None, cell_size=10.0,
+          particles=60, quiet=True)
+    table = json.loads((out / "sweep.json").read_text())
+    files = {r[k] for r in table["runs"] for k in ("state", "preview")}
+    assert files == {"0000_m2_droplets_only_s5.npz", "0000_m2_droplets_only_s5.png"}
+    assert sorted(os.listdir(out)) == sorted(files | {"sweep.csv", "sweep.json"})
+
+
+def test_an_interrupted_sweep_leaves_the_earlier_set_and_keeps_its_finished_runs_apart(
+        earlier, monkeypatch, capsys):
+    from simcore.cli.main import main
+    from simcore.distributed import cluster
+    out, maps = earlier
+    before = _hashes(out)
+    monkeypatch.setattr(cluster, "run_tasks", _serial_tasks(stop_after=2))
+    monkeypatch.setattr(cluster, "client", lambda **kw: __import__("contextlib").nullcontext())
+    code = main(["sweep", "--preset", "droplets_only", "--seed", "7..9", "--input",
+                 str(maps[1]), "--cell-size", "10", "--particles", "60", "--output",
+                 str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    assert _hashes(out) == before and sorted(os.listdir(out)) == sorted(before)
+    partial = [p for p in out.parent.iterdir() if p.name.startswith("sweep.interrupted-")]
+    assert len(partial) == 1 and str(partial[0]) in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    kept = json.loads((partial[0] / "sweep-partial.json").read_text())["runs"]
+    assert [(r["seed"], r["status"]) for r in kept] == [(7, "ok"), (8, "ok")]
+    assert sorted(os.listdir(partial[0])) == sorted(
+        [r[k] for r in kept for k in ("state", "preview")]
+        + ["sweep-partial.csv", "sweep-partial.json"])
+    assert not (partial[0] / "sweep.json").exists()  # never taken for a whole sweep
+
+
+# -- arguments checked before a cluster starts: one line, exit 2 ----------------------
+
+_BAD_ARGS = [
+    (["--preset", "defualt"], "no preset named 'defualt'"),
+    (["--particles", "-5"], "--particles must be"),
+    (["--seed", "99999999999999999999"], "seeds must be at most"),
+    (["--scheduler", "tcp://10.0.0.5"], "no port"),
+    (["--scheduler", "tcp://:8786"], "empty host"),
+    (["--scheduler", "foo://h:1"], "unknown transport 'foo://'"),
+    (["--scheduler", "h:99999"], "port must be"),
+    (["--threads", "1000000"], "this machine's cores"),
+    (["--threads", "0"], "--threads must be 1.."),
+    (["--workers", "0"], "--workers must be"),
+]
+
+
+def _one_line(capsys):
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "dask" not in err, err  # no cluster started
+    return err
+
+
+@pytest.mark.parametrize("extra,said", _BAD_ARGS)
+def test_sweep_refuses_bad_arguments_before_a_cluster(earlier, capsys, extra, said):
+    from simcore.cli.main import main
+    out, maps = earlier
+    before = _hashes(out)
+    args = {"--preset": "droplets_only", "--seed": "1", "--particles": "60"}
+    args.update(dict(zip(extra[::2], extra[1::2], strict=True)))
+    argv = ["sweep", "--input", str(maps[1]), "--output", str(out), "--cell-size", "10",
+            *[x for kv in args.items() for x in kv]]
+    assert main(argv) == 2
+    assert said in _one_line(capsys)
+    assert _hashes(out) == before
+
+
+@pytest.mark.parametrize("extra,said", [a for a in _BAD_ARGS if a[0][0] != "--seed"]
+                         + [(["--seed", "-3"], "--seed must be")])
+def test_tile_refuses_bad_arguments_before_a_cluster(tmp_path, capsys, extra, said):
+    from simcore.cli.main import main
+    np.save(tmp_path / "w.npy", np.zeros((32, 32)))
+    args = {"--preset": "droplets_only"}
+    args.update(dict(zip(extra[::2], extra[1::2], strict=True)))
+    argv = ["tile", "--input", str(tmp_path / "w.npy"), "--output",
+            str(tmp_path / "w.zarr"), *[x for kv in args.items() for x in kv]]
+    assert main(argv) == 2
+    assert said in _one_line(capsys)
+    assert sorted(os.listdir(tmp_path)) == ["w.npy"]  # no store, no lock left
+
+
+def _deny_writes_in(monkeypatch, folder):
+    """A read-only folder, also for root (who writes anywhere): creating a file in it
+    fails with EACCES."""
+    import errno
+    real = os.open
+
+    def fake(path, flags, *a, **kw):
+        if flags & os.O_CREAT and os.path.dirname(os.path.abspath(path)) == str(folder):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, flags, *a, **kw)
+    monkeypatch.setattr(os, "open", fake)
+
+
+@pytest.mark.parametrize("command", ["sweep", "tile"])
+def test_a_read_only_output_folder_is_refused_before_a_cluster(tmp_path, monkeypatch,
+                                                               capsys, command):
+    from simcore.cli.main import main
+    np.save(tmp_path / "w.npy", np.zeros((32, 32)))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    _deny_writes_in(monkeypatch, ro)
+    out = ro / ("out" if command == "sweep" else "w.zarr")
+    if command == "sweep":
+        out.mkdir()
+        _deny_writes_in(monkeypatch, out)
+        argv = ["sweep", "--preset", "default", "--seed", "1"]
+    else:
+        argv = ["tile"]
+    assert main([*argv, "--input", str(tmp_path / "w.npy"), "--output", str(out)]) == 2
+    err = _one_line(capsys)
+    assert "Permission denied" in err and "choose a folder you can write to" in err, err
+
+
+# -- one tile run per --output at a time ----------------------------------------------
+
+def test_a_second_tile_run_to_the_same_output_is_refused_naming_the_first(tmp_path,
+                                                                          capsys):
+    from simcore.cli.main import main
+    np.save(tmp_path / "w.npy", np.zeros((32, 32)))
+    lock = tmp_path / "w.zarr.lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(f"{other.pid}\n")  # a run that still runs (host not written)
+        code = main(["tile", "--input", str(tmp_path / "w.npy"), "--output",
+                     str(tmp_path / "w.zarr")])
+        err = _one_line(capsys)
+        assert code == 2 and f"another run (pid {other.pid}" in err and str(lock) in err
+        assert lock.read_text() == f"{other.pid}\n"  # its lock is left alone
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_stale_tile_lock_is_taken_over_and_removed_at_the_end(tmp_path):
+    from simcore.fileio import output_lock
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    lock = tmp_path / "w.zarr.lock"
+    lock.write_text(f"{gone.pid}\n")  # a killed run's
+    with output_lock(tmp_path / "w.zarr") as held:
+        assert held == lock and lock.read_text().split()[0] == str(os.getpid())
+        with pytest.raises(Exception, match="another run"):
+            with output_lock(tmp_path / "w.zarr"):
+                pass
+    assert sorted(os.listdir(tmp_path)) == []
