@@ -26,8 +26,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from simcore.algorithms import drainage  # noqa: E402
 from simcore.algorithms.strata import Strata  # noqa: E402
+from simcore.analysis.channels import channel_azimuths  # noqa: E402
 from simcore.engine.simulation import Simulation  # noqa: E402
 from simcore.formats.images import save_png  # noqa: E402
 from simcore.formats.presets import find_preset  # noqa: E402
@@ -82,23 +82,6 @@ def along(world: np.ndarray, cell: float, azimuth: float) -> tuple[float, float]
     g = g[m:-m, m:-m]
     least = math.tan(math.radians(1.0))
     return float(np.median(g[g > least])), float(np.median(-g[g < -least]))
-
-
-def channel_azimuths(world: np.ndarray, cell: float, min_cells: float = 30.0,
-                     hops: int = 6) -> np.ndarray:
-    """Axial azimuths (0..180, clockwise from +y) from every cell draining at least
-    ``min_cells`` cells to the cell ``hops`` steps downstream."""
-    flow = drainage.route(world, cell)
-    rows, cols = world.shape
-    area = flow.area.reshape(-1) / (cell * cell)
-    start = np.flatnonzero(area >= min_cells)
-    end = start.copy()
-    for _ in range(hops):
-        end = flow.receiver[end]
-    r0, c0 = np.divmod(start, cols)
-    r1, c1 = np.divmod(end, cols)
-    inner = (r0 >= 4) & (r0 < rows - 4) & (c0 >= 4) & (c0 < cols - 4) & (end != start)
-    return np.degrees(np.arctan2(c1 - c0, r1 - r0)[inner]) % 180.0
 
 
 def measure(name: str, terrain: Terrain, start: np.ndarray) -> dict[str, float]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..algorithms import components
+from ..algorithms import components, drainage
 from ..kernels import numba_cache  # noqa: F401 - a failing cache write is a warning
 from .layers import WET_DEPTH
 
@@ -175,3 +175,23 @@ def lake_mesh(height: np.ndarray, pool: np.ndarray, min_depth: float = WET_DEPTH
     lake = flat_labels[corners].max(axis=1) if len(corners) else np.zeros(0, np.int32)
     cells = np.stack([used // cols, used % cols], axis=1)
     return cells, level.ravel()[used], inverse.reshape(-1, 4), lake.astype(np.int32)
+
+
+def channel_azimuths(height: np.ndarray, cell: float, min_area_cells: float = 30.0,
+                     hops: int = 6) -> np.ndarray:
+    """Axial azimuths (0 .. 180 degrees, clockwise from +y) of the channels of ``height``
+    (world units, ``cell`` apart): for every cell draining at least ``min_area_cells``
+    cells, the direction to the cell ``hops`` steps downstream (several D8 steps, so
+    directions between the eight are seen); cells within 4 of the map's edge left out.
+    What a histogram of trellis drainage is made of."""
+    flow = drainage.route(height, cell)
+    rows, cols = height.shape
+    area = flow.area.reshape(-1) / (cell * cell)
+    start = np.flatnonzero(area >= min_area_cells)
+    end = start.copy()
+    for _ in range(hops):
+        end = flow.receiver[end]
+    r0, c0 = np.divmod(start, cols)
+    r1, c1 = np.divmod(end, cols)
+    inner = (r0 >= 4) & (r0 < rows - 4) & (c0 >= 4) & (c0 < cols - 4) & (end != start)
+    return np.degrees(np.arctan2(c1 - c0, r1 - r0)[inner]) % 180.0

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from simcore.algorithms import drainage
+from simcore.analysis.channels import channel_azimuths
 from simcore.cli.main import main
 from simcore.engine.simulation import Simulation, process_params
 from simcore.formats.presets import PresetError, find_preset, load_preset, save_preset
@@ -184,24 +184,6 @@ def test_dipping_layers_make_cuestas_whose_scarps_face_up_dip():
 
 # --- trellis drainage --------------------------------------------------------------------
 
-def _channel_azimuths(height: np.ndarray, cell: float, min_area_cells: float = 30.0,
-                      hops: int = 6) -> np.ndarray:
-    """Axial azimuths (0 .. 180 degrees, clockwise from +y) of the channels: for every
-    cell draining at least ``min_area_cells`` cells, the direction to the cell ``hops``
-    steps downstream (several D8 steps, so directions between the eight are seen)."""
-    flow = drainage.route(height, cell)
-    rows, cols = height.shape
-    area = flow.area.reshape(-1) / (cell * cell)
-    start = np.flatnonzero(area >= min_area_cells)
-    end = start.copy()
-    for _ in range(hops):
-        end = flow.receiver[end]
-    r0, c0 = np.divmod(start, cols)
-    r1, c1 = np.divmod(end, cols)
-    inner = (r0 >= 4) & (r0 < rows - 4) & (c0 >= 4) & (c0 < cols - 4) & (end != start)
-    return np.degrees(np.arctan2(c1 - c0, r1 - r0)[inner]) % 180.0
-
-
 def _peak(azimuths: np.ndarray, bins: int = 12) -> float:
     """The direction (its bin's centre, degrees) where the histogram peaks."""
     hist, edges = np.histogram(azimuths, bins=bins, range=(0.0, 180.0))
@@ -227,8 +209,8 @@ def test_folded_layers_make_trellis_drainage_along_the_fold_axis():
     start = _plateau(128, 300.0, 60.0)
     folds = _column([(40.0, 0.15), (80.0, 1.5)], top=360.0, fold_amplitude=150.0,
                     fold_wavelength=1500.0, fold_axis=30.0)
-    folded = _channel_azimuths(_run(start, CELL, folds, age=5e5).world_height(), CELL)
-    plain = _channel_azimuths(_run(start, CELL, None, age=5e5).world_height(), CELL)
+    folded = channel_azimuths(_run(start, CELL, folds, age=5e5).world_height(), CELL)
+    plain = channel_azimuths(_run(start, CELL, None, age=5e5).world_height(), CELL)
     peak = _peak(folded)
     assert abs((peak - 30.0 + 90.0) % 180.0 - 90.0) <= 15.0, peak
     share, plain_share = _share_near(folded, 30.0), _share_near(plain, 30.0)
@@ -350,7 +332,7 @@ def test_the_rock_presets_make_their_landforms(name):
         assert scarp / dip >= 2.0 and plain_scarp / plain_dip <= 1.5
     else:
         axis = preset.rock.frame.fold_axis
-        azimuths = _channel_azimuths(h, cell)
+        azimuths = channel_azimuths(h, cell)
         assert abs((_peak(azimuths) - axis + 90.0) % 180.0 - 90.0) <= 15.0
-        assert _share_near(azimuths, axis) >= 1.5 * _share_near(_channel_azimuths(plain, cell),
+        assert _share_near(azimuths, axis) >= 1.5 * _share_near(channel_azimuths(plain, cell),
                                                                 axis)
