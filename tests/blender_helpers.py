@@ -183,3 +183,19 @@ def render_pixels(bpy, te, engine: str, path, size: int, frame: int | None = Non
     img.pixels.foreach_get(px)
     bpy.data.images.remove(img)
     return px.reshape(h, w, 4)
+
+
+def top_view(bpy) -> None:
+    """Orthographic camera straight down over a 2-unit grid at the origin, sun from
+    above, grey world (the material renders' scene)."""
+    bpy.ops.object.camera_add(location=(0, 0, 6), rotation=(0, 0, 0))
+    cam = bpy.context.active_object
+    cam.data.type, cam.data.ortho_scale = 'ORTHO', 2.0
+    bpy.context.scene.camera = cam
+    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10), rotation=(0.2, 0.1, 0))
+    bpy.context.active_object.data.energy = 3.0
+    world = bpy.data.worlds.new("World")
+    bpy.context.scene.world = world
+    if world.node_tree is None:
+        world.use_nodes = True
+    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)

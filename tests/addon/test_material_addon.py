@@ -9,7 +9,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, render_pixels, set_z, staged_addon
+from blender_helpers import add_grid, positions, render_pixels, set_z, staged_addon, top_view
 
 te = staged_addon()
 
@@ -27,19 +27,6 @@ def cone(n=48, size=2.0):
     return obj
 
 
-def _top_view():
-    """Orthographic camera straight down over the cone, sun from above, grey world."""
-    bpy.ops.object.camera_add(location=(0, 0, 6), rotation=(0, 0, 0))
-    cam = bpy.context.active_object
-    cam.data.type, cam.data.ortho_scale = 'ORTHO', 2.0
-    bpy.context.scene.camera = cam
-    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10), rotation=(0.2, 0.1, 0))
-    bpy.context.active_object.data.energy = 3.0
-    world = bpy.data.worlds.new("World")
-    bpy.context.scene.world = world
-    if world.node_tree is None:
-        world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)
 
 
 def test_apply_material_adds_then_reuses_it(blender):
@@ -124,7 +111,7 @@ def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, 
     pools.data.foreach_set("color", np.repeat(wet, 4))
     bpy.context.view_layer.objects.active = obj
     bpy.ops.terrain.apply_material()  # snow above 3/4 of the height: the middle of the view
-    _top_view()
+    top_view(bpy)
     px = render_pixels(bpy, te, engine, tmp_path / f"{engine}.png", 32, plain_srgb=True)[..., :3]
     assert np.isfinite(px).all()
     luma = px.mean(-1)

@@ -10,7 +10,7 @@ import dataclasses
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, mesh_state, positions, same_state, staged_addon
+from blender_helpers import add_grid, mesh_state, positions, same_state, staged_addon, top_view
 
 te = staged_addon()
 ROCK_LAYER = "te_rock_layer"
@@ -314,17 +314,7 @@ def test_material_renders_the_layers_bands(blender, tmp_path, engine):
     rock.repeat, rock.top = False, 1.0
     bpy.ops.terrain.apply_material(snow_line=1.0)  # no snow below the apex
     assert bpy.ops.terrain.rock_preview() == {'FINISHED'}
-    bpy.ops.object.camera_add(location=(0, 0, 6), rotation=(0, 0, 0))
-    cam = bpy.context.active_object
-    cam.data.type, cam.data.ortho_scale = 'ORTHO', 2.0
-    bpy.context.scene.camera = cam
-    bpy.ops.object.light_add(type='SUN', location=(0, 0, 10), rotation=(0.2, 0.1, 0))
-    bpy.context.active_object.data.energy = 3.0
-    world = bpy.data.worlds.new("World")
-    bpy.context.scene.world = world
-    if world.node_tree is None:
-        world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)
+    top_view(bpy)
     px = render_pixels(bpy, te, engine, tmp_path / f"{engine}.png", 32,
                        plain_srgb=True)[..., :3]
     assert np.isfinite(px).all()
