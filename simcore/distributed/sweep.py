@@ -206,18 +206,10 @@ def check_folder(out_dir: str | Path) -> Path:
 def earlier_set(out: Path) -> list[str]:
     """The files of the sweep already in ``out``: its table (manifest first) and the
     states and previews its sweep.json names (plain file names only)."""
-    names = list(reversed(TABLES))
-    try:
-        runs = json.loads((out / TABLES[-1]).read_text(encoding="utf-8")).get("runs", [])
-    except (OSError, ValueError, AttributeError):
-        runs = []
-    for row in runs if isinstance(runs, list) else []:
-        for key in ("state", "preview"):
-            name = row.get(key) if isinstance(row, dict) else None
-            if isinstance(name, str) and name and Path(name).name == name \
-                    and name not in (".", ".."):
-                names.append(name)
-    return list(dict.fromkeys(names))
+    from ..formats.staging import listed_names
+
+    return list(dict.fromkeys([*reversed(TABLES),
+                               *listed_names(out, TABLES[-1], "runs", ("state", "preview"))]))
 
 
 def _write_tables(folder: Path, rows: list[dict[str, Any]], names: tuple[str, str]) -> None:

@@ -308,3 +308,83 @@ def test_a_stale_tile_lock_is_taken_over_and_removed_at_the_end(tmp_path):
             with output_lock(tmp_path / "w.zarr"):
                 pass
     assert sorted(os.listdir(tmp_path)) == []
+
+
+# -- tile --heightmap-tiles: the store and the tile set replaced together -------------
+
+def _tile_argv(tmp_path, seed):
+    return ["tile", "--input", str(tmp_path / "w.npy"), "--cell-size", "10", "--tiles",
+            "2", "--preset", "droplets_only", "--particles", "400", "--seed", str(seed),
+            "--output", str(tmp_path / "w.zarr"), "--heightmap-tiles",
+            str(tmp_path / "ht"), "--quiet"]
+
+
+@pytest.fixture
+def tiled(tmp_path, monkeypatch):
+    """A 64x64 world run in 2x2 tiles in this process (no dask), its store and
+    heightmap tiles written; their hashes."""
+    pytest.importorskip("zarr")
+    from simcore.cli.main import main
+    from simcore.distributed import cluster
+    from simcore.generators.noise import fractal_terrain
+    np.save(tmp_path / "w.npy", fractal_terrain(64, seed=3) * 40.0)
+    monkeypatch.setattr(cluster, "run_tasks", _serial_tasks())
+    monkeypatch.setattr(cluster, "client", lambda *a, **kw:
+                        __import__("contextlib").nullcontext())
+    assert main(_tile_argv(tmp_path, 1)) == 0
+    before = {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")}
+    assert len(before["ht"]) == 5  # 4 tiles and tiles.json
+    return before
+
+
+def test_a_full_disk_at_a_heightmap_tile_leaves_the_store_and_the_tiles_as_they_were(
+        tiled, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from simcore import fileio
+    from simcore.cli.main import main
+    real = fileio._file_for
+    opened = []
+
+    class Full:  # the third tile's file: the disk fills while it is written
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    def file_for(fd):
+        opened.append(fd)
+        f = real(fd)
+        return Full(f) if len(opened) == 3 else f
+
+    monkeypatch.setattr(fileio, "_file_for", file_for)
+    capsys.readouterr()
+    code = main(_tile_argv(tmp_path, 2))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "No space left" in err, err
+    assert {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")} == tiled
+    assert sorted(os.listdir(tmp_path)) == ["ht", "w.npy", "w.zarr"]  # nothing beside
+    assert sorted(os.listdir(tmp_path / "ht")) == sorted(tiled["ht"])
+
+
+def test_a_tile_run_replaces_the_store_and_the_tiles_together(tiled, tmp_path):
+    from simcore.cli.main import main
+    assert main(_tile_argv(tmp_path, 2)) == 0
+    after = {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")}
+    assert after["ht"] != tiled["ht"] and after["w.zarr"] != tiled["w.zarr"]
+    assert sorted(after["ht"]) == sorted(tiled["ht"])
+    import zarr
+    whole = zarr.open_group(str(tmp_path / "w.zarr"), mode="r")["height"][...]
+    np.testing.assert_array_equal(np.load(tmp_path / "ht" / "tile_r1_c0.npy"),
+                                  whole[32:, :32])
