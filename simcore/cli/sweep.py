@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         expand_inputs,
         parse_seeds,
         sweep,
+        sweep_bytes,
     )
 
     # every argument before a cluster starts: one line and exit 2 for a mistake
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     sets = arguments.overrides(args.set)
     check_sweep(presets, seeds, args.particles, sets)
     check_cluster_args(args.workers, args.scheduler, args.threads)
-    out = check_folder(args.output)
+    out = check_folder(args.output, sweep_bytes(inputs, presets, seeds))
     t0 = time.perf_counter()
     try:
         with client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,

@@ -190,17 +190,42 @@ def check_sweep(presets: list[str], seeds: list[int], particles: int | None = No
                                       else {})})
 
 
-def check_folder(out_dir: str | Path) -> Path:
+def check_folder(out_dir: str | Path, estimate: int = 0) -> Path:
     """Create the output folder and make sure a file can be written in it (a read-only
-    folder is refused now, not after the runs)."""
-    from ..fileio import check_output
+    folder is refused now, not after the runs), and that its disk has room for
+    ``estimate`` bytes and a margin (fileio.space_margin; ResourceError)."""
+    from ..fileio import check_output, check_space, space_margin
 
     out = make_folder(out_dir, "--output")
     try:
         check_output(out / TABLES[-1])
     except UserError as exc:
         raise OutputPathError(f"--output: {exc}") from None
+    check_space(out, out, estimate, space_margin(estimate))
     return out
+
+
+#: bytes of a table row (sweep.csv and sweep.json), at most in practice
+ROW_BYTES = 4096
+
+
+def sweep_bytes(inputs: list[str], presets: list[str], seeds: list[int]) -> int:
+    """Upper estimate of a sweep's files: each run's state (formats.states.state_bytes,
+    with the most processes a preset enables) and preview (RGB, uncompressed) and its
+    table rows; an input whose grid cannot be read counts only its rows (its runs
+    fail)."""
+    from ..formats.presets import find_preset
+    from ..formats.states import grid_shape, state_bytes
+
+    most = max((len(find_preset(p).enabled_params()) for p in presets), default=0)
+    per_input = len(presets) * len(seeds)
+    total = 0
+    for path in inputs:
+        shape = grid_shape(path)
+        run = ROW_BYTES + (state_bytes(shape, most) + 3 * shape[0] * shape[1] + shape[0]
+                           if shape is not None else 0)
+        total += per_input * run
+    return total
 
 
 def earlier_set(out: Path) -> list[str]:

@@ -1186,6 +1186,52 @@ def _write_tile_set(store: str | Path, out: Path, fmt: str) -> list[str]:
 
 # -- the command ----------------------------------------------------------------------
 
+def store_bytes(plan: Plan, preset, coarse: int = 1) -> int:
+    """Upper estimate of a run's store on disk at its fullest, as float64 arrays before
+    compression: the work arrays (the input, the global stage's result, the raw tiles
+    with their margins) and the result (every terrain array, each change, height)."""
+    from ..terrain import fields
+    enabled = preset.enabled_params()
+    n, changes, glob = len(fields()), len(enabled), len(map_processes(enabled))
+    cells = plan.shape[0] * plan.shape[1]
+    er, ec = plan.extent_size()
+    base = (n + glob) * cells // (coarse * coarse)
+    raw = plan.tiles[0] * plan.tiles[1] * er * ec * (n + changes)
+    return 8 * ((2 * n + changes + 1) * cells + base + raw) + 2**20
+
+
+def heightmap_tiles_bytes(plan: Plan, fmt: str = "npy") -> int:
+    """A heightmap tile set's size on disk: float64 .npy or 16-bit PNG (at most)."""
+    cells = plan.shape[0] * plan.shape[1]
+    return cells * (8 if fmt == "npy" else 2) + plan.tiles[0] * plan.tiles[1] * 2**10 \
+        + 2**16
+
+
+def check_tile_space(out: Path, tiles_folder: str | None, plan: Plan, preset,
+                     coarse: int = 1, fmt: str = "npy") -> None:
+    """Refuse a run whose store (and heightmap tiles) the disks would not hold: less
+    free space than the estimate (store_bytes, heightmap_tiles_bytes) plus a margin
+    (fileio.space_margin); ResourceError naming the flag, before a cluster starts."""
+    from ..fileio import check_space, space_margin
+    need = {out.parent: store_bytes(plan, preset, coarse)}
+    shown = {out.parent: out}
+    if tiles_folder:
+        folder = Path(tiles_folder)
+        size = heightmap_tiles_bytes(plan, fmt)
+        disk = next((k for k in need if _same_disk(k, folder)), folder)
+        need[disk] = need.get(disk, 0) + size
+        shown.setdefault(disk, folder)
+    for folder, size in need.items():
+        check_space(shown[folder], folder, size, space_margin(size))
+
+
+def _same_disk(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(a).st_dev == os.stat(b).st_dev
+    except OSError:
+        return False
+
+
 def tile_start(path: str, preset, cell_size: float | None, out: Path):
     """The world a tiled run starts from: a Terrain, or a file read window by window.
     A state, and a heightmap whose preset scales it (``real_size``) or raises ridges on
@@ -1241,9 +1287,10 @@ def _tile_command(args, out: Path) -> int:
     preset = find_preset(args.preset).with_overrides(
         arguments.overrides(args.set, seed=args.seed, particles=args.particles))
     terrain = tile_start(args.input, preset, args.cell_size, out)
-    make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
+    plan = make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
     if args.heightmap_tiles:
         make_folder(args.heightmap_tiles, "--heightmap-tiles")
+    check_tile_space(out, args.heightmap_tiles, plan, preset, args.coarse, args.tile_format)
     t0 = time.perf_counter()
     try:
         with client(args.workers, args.scheduler, args.threads, args.quiet) as c:

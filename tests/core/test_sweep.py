@@ -388,3 +388,39 @@ def test_a_tile_run_replaces_the_store_and_the_tiles_together(tiled, tmp_path):
     whole = zarr.open_group(str(tmp_path / "w.zarr"), mode="r")["height"][...]
     np.testing.assert_array_equal(np.load(tmp_path / "ht" / "tile_r1_c0.npy"),
                                   whole[32:, :32])
+
+
+# -- free space for the estimate, checked before a cluster ----------------------------
+
+def _disk_with(monkeypatch, free):
+    import shutil
+    from types import SimpleNamespace
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(
+        total=10**12, used=10**12 - free, free=free))
+
+
+@pytest.mark.parametrize("command", ["sweep", "tile"])
+def test_a_disk_without_room_for_the_estimate_is_refused_before_a_cluster(
+        earlier, tmp_path, monkeypatch, capsys, command):
+    from simcore.cli.main import main
+    from simcore.fileio import SPACE_MARGIN
+    out, maps = earlier
+    before = _hashes(out)
+    listed = sorted(os.listdir(tmp_path))
+    # the margin alone fits: the estimate of this small run does not fit beside it
+    _disk_with(monkeypatch, SPACE_MARGIN + 1000)
+    if command == "sweep":
+        argv = ["sweep", "--preset", "droplets_only", "--seed", "1..2", "--input",
+                str(maps[1]), "--cell-size", "10", "--output", str(out)]
+    else:
+        pytest.importorskip("zarr")
+        np.save(tmp_path / "w.npy", np.zeros((64, 64)))
+        listed = sorted(os.listdir(tmp_path))
+        argv = ["tile", "--input", str(tmp_path / "w.npy"), "--tiles", "2", "--output",
+                str(tmp_path / "w.zarr"), "--heightmap-tiles", str(tmp_path / "ht")]
+    assert main(argv) == 2
+    err = _one_line(capsys)
+    assert "it needs about" in err and "to spare but only" in err and "free" in err, err
+    assert _hashes(out) == before
+    assert sorted(os.listdir(tmp_path)) == sorted(listed + (["ht"] if command == "tile"
+                                                            else []))  # no store, no lock
