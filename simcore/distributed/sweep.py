@@ -285,7 +285,7 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
     before an interruption go to ``<output>.interrupted-<time>`` (SweepInterrupted
     says where)."""
     from ..formats.staging import Staging
-    from .cluster import run_tasks
+    from .cluster import TaskFailed, run_tasks
 
     out = check_folder(out_dir)
     combos = [(i, p, s) for i in inputs for p in presets for s in seeds]
@@ -299,9 +299,16 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
                   dict(sets or {})) for k, (i, p, s) in enumerate(combos)]
         try:
             rows = run_tasks(client, run_one, items, "sweep", quiet=quiet,
-                             on_result=finished.__setitem__)
+                             on_result=finished.__setitem__,
+                             names=[f"run {k} ({i}, {p}, seed {s})"
+                                    for k, (i, p, s) in enumerate(combos)])
         except BaseException as exc:
             partial = _keep_partial(stage.path, out, finished)
+            if isinstance(exc, TaskFailed):  # one line: the run, why, where the rest is
+                kept = (f"the runs that had finished are in {partial}" if partial else
+                        "no run had finished")
+                raise TaskFailed(f"{exc}; the sweep stopped; {out} is as it was; {kept}"
+                                 ) from None
             if isinstance(exc, KeyboardInterrupt):
                 where = (f"the {sum(r['status'] == 'ok' for r in finished.values())} runs "
                          f"that had finished are in {partial}" if partial else

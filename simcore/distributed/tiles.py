@@ -1084,13 +1084,16 @@ def _run_world(terrain, preset, store: str, client, plan: Plan, rounds: int, coa
     seconds = {"prepare": time.perf_counter() - t0}
     t = time.perf_counter()
     run_tasks(client, run_global, [(store, glob, int(preset.seed), rounds, coarse)],
-              "global", quiet)
+              "global", quiet, names=["the global stage (whole-map processes)"])
     seconds["global"] = time.perf_counter() - t
     t = time.perf_counter()
-    run_tasks(client, tile_task, [(store, i, j) for i, j in plan.ids()], "tiles", quiet)
+    where = [f"tile (row {i}, column {j})" for i, j in plan.ids()]
+    run_tasks(client, tile_task, [(store, i, j) for i, j in plan.ids()], "tiles", quiet,
+              names=where)
     seconds["tiles"] = time.perf_counter() - t
     t = time.perf_counter()
-    run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet)
+    run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet,
+              names=[f"the blend of {w}" for w in where])
     seconds["blend"] = time.perf_counter() - t
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")

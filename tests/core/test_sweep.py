@@ -113,7 +113,7 @@ def _hashes(folder):
 def _serial_tasks(stop_after=None):
     """run_tasks without dask: the tasks in order in this process; Ctrl+C (a
     KeyboardInterrupt) once ``stop_after`` of them have ended."""
-    def run_tasks(c, fn, items, label, quiet=False, on_result=None):
+    def run_tasks(c, fn, items, label, quiet=False, on_result=None, **kw):
         results = []
         for i, item in enumerate(items):
             if i == stop_after:
@@ -424,3 +424,64 @@ def test_a_disk_without_room_for_the_estimate_is_refused_before_a_cluster(
     assert _hashes(out) == before
     assert sorted(os.listdir(tmp_path)) == sorted(listed + (["ht"] if command == "tile"
                                                             else []))  # no store, no lock
+
+
+# -- a task whose worker dies on every try ends the run, naming it --------------------
+
+@pytest.fixture
+def fragile():
+    """Dask gives up on a task the first time its worker dies while running it
+    (allowed-failures 0: the scheduler runs in this process), so a task that kills its
+    worker ends the run at once, as one that kills it on every try ends it later."""
+    pytest.importorskip("distributed")
+    import dask
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        yield
+
+
+def test_a_tile_whose_worker_dies_on_every_try_ends_the_run_naming_it(
+        tiled, fragile, tmp_path, monkeypatch, capsys):
+    from simcore.cli.main import main
+    from simcore.distributed import tiles
+    monkeypatch.undo()  # the real dask from here: a local cluster of one worker process
+
+    def die(*args):  # the worker process ends as a killed or out-of-memory one does
+        os._exit(3)
+
+    monkeypatch.setattr(tiles, "run_blend", die)  # sent to the worker by value
+    listed = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    code = main([*_tile_argv(tmp_path, 2), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "the blend of tile (row " in err and "worker process died" in err, err
+    assert {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")} == tiled
+    assert sorted(os.listdir(tmp_path)) == listed  # no .partial, no lock
+
+
+def test_a_sweep_run_whose_worker_dies_on_every_try_ends_the_sweep_naming_it(
+        earlier, fragile, monkeypatch, capsys):
+    from simcore.cli.main import main
+    from simcore.distributed import sweep as sweeps
+    out, maps = earlier
+    before = _hashes(out)
+    monkeypatch.undo()
+
+    def die_in_second(index, *args):
+        if index == 1:
+            os._exit(3)
+        from simcore.distributed.sweep import run_one
+        return run_one(index, *args)
+
+    monkeypatch.setattr(sweeps, "run_one", die_in_second)
+    code = main(["sweep", "--preset", "droplets_only", "--seed", "7..8", "--input",
+                 str(maps[1]), "--cell-size", "10", "--particles", "60", "--output",
+                 str(out), "--workers", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "run 1 (" in err and "seed 8)" in err and "worker process died" in err, err
+    assert f"{out} is as it was" in err
+    assert _hashes(out) == before and sorted(os.listdir(out)) == sorted(before)
+
