@@ -106,14 +106,16 @@ def _host() -> str:
 
 
 @contextlib.contextmanager
-def output_lock(output: str | os.PathLike, flag: str = "--output") -> Iterator[Path]:
-    """Hold ``<output>.lock`` while a run writes ``output``: the file is created with
-    O_EXCL and holds this process's pid and host; it is removed when the block ends.
+def output_lock(output: str | os.PathLike, flag: str = "--output",
+                lock_path: str | os.PathLike | None = None) -> Iterator[Path]:
+    """Hold ``<output>.lock`` (or ``lock_path``) while a run writes ``output``: the file
+    is created with O_EXCL and holds this process's pid and host; it is removed when
+    the block ends.
     A lock of a run that still runs refuses with an OutputPathError naming it; one whose
     process no longer runs (killed) is taken over. Creating the lock is also the check
     that the folder can be written."""
     out = Path(output)
-    lock = out.with_name(out.name + ".lock")
+    lock = Path(lock_path) if lock_path is not None else out.with_name(out.name + ".lock")
     for _ in range(5):
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

@@ -158,6 +158,8 @@ def table_csv(rows: list[dict[str, Any]]) -> bytes:
 
 
 TABLES = ("sweep.csv", "sweep.json")  # sweep.json last: the set's manifest
+#: held in the output folder while a sweep runs (fileio.output_lock): one at a time
+LOCK = "sweep.lock"
 PARTIAL_TABLES = ("sweep-partial.csv", "sweep-partial.json")
 
 

@@ -485,3 +485,25 @@ def test_a_sweep_run_whose_worker_dies_on_every_try_ends_the_sweep_naming_it(
     assert f"{out} is as it was" in err
     assert _hashes(out) == before and sorted(os.listdir(out)) == sorted(before)
 
+
+# -- one sweep per --output at a time -------------------------------------------------
+
+def test_a_second_sweep_to_the_same_output_is_refused_naming_the_first(earlier, capsys):
+    from simcore.cli.main import main
+    out, maps = earlier
+    before = _hashes(out)
+    lock = out / "sweep.lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(f"{other.pid} {__import__('socket').gethostname()}\n")
+        code = main(["sweep", "--preset", "droplets_only", "--seed", "3", "--input",
+                     str(maps[1]), "--cell-size", "10", "--particles", "60", "--output",
+                     str(out)])
+        err = _one_line(capsys)
+        assert code == 2 and f"another run (pid {other.pid} on " in err, err
+        assert str(lock) in err, err
+        lock.unlink()  # its lock was left alone
+        assert _hashes(out) == before
+    finally:
+        other.kill()
+        other.wait()
