@@ -507,3 +507,13 @@ def test_a_second_sweep_to_the_same_output_is_refused_naming_the_first(earlier, 
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_tile_set_replaces_only_the_tiles_its_index_lists(tmp_path):
+    from simcore.distributed.tiles import earlier_tiles
+    (tmp_path / "tiles.json").write_text(json.dumps({"tiles": [
+        {"file": "tile_r0_c0.npy"}, {"file": "../w.npy"}, {"file": "notes.txt"},
+        {"file": "tile_r1_c0.png"}, "junk"]}))
+    assert earlier_tiles(tmp_path) == ["tiles.json", "tile_r0_c0.npy", "tile_r1_c0.png"]
+    (tmp_path / "tiles.json").write_text("{not json")
+    assert earlier_tiles(tmp_path) == ["tiles.json"]
