@@ -15,7 +15,10 @@ others go on. Presets, particles and seeds are checked before a cluster starts
 The files are one set: written into a staging folder inside the output folder and
 swapped in for the earlier sweep's set (simcore/formats/staging.py) only when every
 run has ended and one succeeded; otherwise the earlier set is left as it was, and the
-runs finished before an interruption go to ``<output>.interrupted-<time>``.
+runs finished before an interruption go to ``<output>.interrupted-<time>``. A run whose
+worker dies on every try stops the sweep the same way (cluster.TaskFailed naming it).
+The command holds ``sweep.lock`` in the output folder while it runs (one sweep per
+folder) and refuses a disk without room for :func:`sweep_bytes` and a margin.
 
 Command-line only (dask): the Blender extension never imports this module.
 """
