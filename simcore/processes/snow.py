@@ -56,6 +56,7 @@ from numba import njit
 
 from ..fields import Field
 from ..kernels import parallel
+from ..kernels.primitives import heap_pop, heap_push
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -69,10 +70,11 @@ _SQRT2 = math.sqrt(2.0)
 BEND = 0.1
 #: the most of its snow a cell may lose to the wind in one pass
 MOST_BLOWN = 0.999
-#: most avalanche sweeps a pass makes (it stops earlier once nothing moves)
-AVALANCHE_SWEEPS = 64
-#: an avalanche sweep that moved no more than this anywhere (cell units) is the last
-TOLERANCE = 1e-7
+#: an avalanche pass ends after this many cells taken per cell of the grid (a bound
+#: that relaxation to TOLERANCE does not reach in practice)
+AVALANCHE_WORK = 1000
+#: snow standing more than this (cell units) above its repose slope slides
+TOLERANCE = 1e-8
 #: snow this little (cell units) above its repose slope counts as resting
 SLACK = 1e-12
 
@@ -262,80 +264,150 @@ def _drift_receive(snow, exposure, share, out, lo, hi):
             out[r, c] = snow[r, c] - lose + gain
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _level(ex, n, amount):
+    """Water-filling: the level ``lam`` with sum(max(ex[k] - lam, 0)) = ``amount`` over
+    the ``n`` > 0 excesses ``ex`` (sorted, largest first; ``lam`` < 0 when ``amount``
+    is more than all of them); ``amount`` < 0: the level that gives away as much as
+    it drops (sum = lam > 0)."""
+    total = 0.0
+    lam = 0.0
+    for j in range(n):
+        total += ex[j]
+        lam = total / (j + 2) if amount < 0.0 else (total - amount) / (j + 1)
+        if j + 1 == n or lam >= ex[j + 1]:
+            break
+    return lam
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _excesses(g, s, i, rows, cols, tan, ex, at):
+    """How far cell ``i``'s snow surface stands above the repose slope towards each
+    lower neighbour, > SLACK only: ``ex[:n]``, the neighbours in ``at[:n]`` (-1: beyond
+    the grid's edge, where the ground goes on at the edge cell's slope, the inner
+    neighbour mirrored, under as much snow as here). Returns n."""
+    r = i // cols
+    c = i - r * cols
+    top = g[i] + s[i]
+    n = 0
+    for rr in range(max(r - 1, 0), min(r + 2, rows)):
+        for cc in range(max(c - 1, 0), min(c + 2, cols)):
+            j = rr * cols + cc
+            if j == i:
+                continue
+            dist = _SQRT2 if (rr != r and cc != c) else 1.0
+            e = top - g[j] - s[j] - tan * dist
+            if e > SLACK:
+                ex[n] = e
+                at[n] = j
+                n += 1
+    for k in range(4):
+        if k == 0 and r == 0 and rows > 1:
+            inner = i + cols
+        elif k == 1 and r == rows - 1 and rows > 1:
+            inner = i - cols
+        elif k == 2 and c == 0 and cols > 1:
+            inner = i + 1
+        elif k == 3 and c == cols - 1 and cols > 1:
+            inner = i - 1
+        else:
+            continue
+        e = g[inner] - g[i] - tan
+        if e > SLACK:
+            ex[n] = e
+            at[n] = -1
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unsteady(g, s, i, rows, cols, tan, ex, at, tol):
+    """Whether cell ``i`` holds snow standing more than ``tol`` above its repose slope
+    towards a neighbour."""
+    if s[i] <= 0.0:
+        return False
+    n = _excesses(g, s, i, rows, cols, tan, ex, at)
+    for k in range(n):
+        if ex[k] > tol:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
-def _avalanche(ground, snow, order, tan, sweeps, tol):
-    """Relax the snow surface to the repose slope ``tan`` (module docs), visiting the
-    flat cells in ``order`` (highest snow surface first) each sweep, in place on
-    ``snow``. Returns (snow that slid off the grid, snow moved, sweeps done)."""
+def _avalanche(ground, snow, tan, tol, most, keys, cells, queued):
+    """Relax the snow surface to the repose slope ``tan`` (module docs) in place on
+    ``snow``: the cells standing more than ``tol`` above it wait on a heap, highest
+    snow surface first. A cell taken drops by ``m`` and fills its lower neighbours up
+    to that slope below its new surface (water-filling: each gets ``max(excess - m,
+    0)``, together ``m``), or, with too little snow for that, gives all of it the same
+    way; then its neighbours (and itself) that now stand too steep wait on the heap.
+    Ends when none waits, or after ``most`` cells were taken. ``keys``, ``cells``,
+    ``queued`` (uint8): scratch of the grid's size. Returns (snow that slid off the
+    grid, snow moved, cells taken)."""
     rows, cols = ground.shape
     g = ground.reshape(-1)
     s = snow.reshape(-1)
+    q = queued.reshape(-1)
+    ex = np.empty(12)  # the 8 neighbours and up to 2 beyond the edge
+    at = np.empty(12, dtype=np.int64)
+    top = 0
+    for i in range(s.size):
+        q[i] = 0
+        if _unsteady(g, s, i, rows, cols, tan, ex, at, tol):
+            q[i] = 1
+            top = heap_push(keys, cells, top, -(g[i] + s[i]), i)
     off = 0.0
     moved = 0.0
-    done = 0
-    ex = np.empty(10)  # excess towards the 8 neighbours and up to 2 beyond the edge
-    at = np.empty(10, dtype=np.int64)
-    for _ in range(sweeps):
-        done += 1
-        worst = 0.0
-        for t in range(order.size):
-            i = order[t]
-            d = s[i]
-            if d <= 0.0:
-                continue
-            r = i // cols
-            c = i - r * cols
-            top = g[i] + d
-            n = 0
-            emax = 0.0
-            esum = 0.0
-            for rr in range(max(r - 1, 0), min(r + 2, rows)):
-                for cc in range(max(c - 1, 0), min(c + 2, cols)):
-                    j = rr * cols + cc
-                    if j == i:
-                        continue
-                    dist = _SQRT2 if (rr != r and cc != c) else 1.0
-                    e = top - g[j] - s[j] - tan * dist
-                    if e > SLACK:
-                        ex[n] = e
-                        at[n] = j
-                        n += 1
-                        emax = max(emax, e)
-                        esum += e
-            # beyond the edge: the ground goes on at the edge cell's slope, bare
-            for k in range(4):
-                if k == 0 and r == 0:
-                    inner = i + cols if rows > 1 else i
-                elif k == 1 and r == rows - 1:
-                    inner = i - cols if rows > 1 else i
-                elif k == 2 and c == 0:
-                    inner = i + 1 if cols > 1 else i
-                elif k == 3 and c == cols - 1:
-                    inner = i - 1 if cols > 1 else i
-                else:
-                    continue
-                e = top - (2.0 * g[i] - g[inner]) - tan
-                if e > SLACK:
-                    ex[n] = e
-                    at[n] = -1
-                    n += 1
-                    emax = max(emax, e)
-                    esum += e
-            if n == 0:
-                continue
-            m = min(d, 0.5 * emax)
-            s[i] = d - m
-            for k in range(n):
-                part = m * ex[k] / esum
-                if at[k] < 0:
-                    off += part
-                else:
-                    s[at[k]] += part
-            moved += m
-            worst = max(worst, m)
-        if worst <= tol:
-            break
-    return off, moved, done
+    taken = 0
+    while top > 0 and taken < most:
+        _, i, top = heap_pop(keys, cells, top)
+        q[i] = 0
+        taken += 1
+        d = s[i]
+        if d <= 0.0:
+            continue
+        n = _excesses(g, s, i, rows, cols, tan, ex, at)
+        if n == 0:
+            continue
+        # largest excess first (insertion sort: ties keep the scan's order)
+        for a in range(1, n):
+            e = ex[a]
+            j = at[a]
+            b = a - 1
+            while b >= 0 and ex[b] < e:
+                ex[b + 1] = ex[b]
+                at[b + 1] = at[b]
+                b -= 1
+            ex[b + 1] = e
+            at[b + 1] = j
+        edge = False  # below ground steeper than repose beyond the edge no snow rests
+        for k in range(n):
+            edge |= at[k] < 0
+        lam = _level(ex, n, -1.0)
+        if lam > d or edge:  # not enough snow to come to rest: all of it slides
+            lam = _level(ex, n, d)
+            m = d
+        else:
+            m = lam
+        s[i] = d - m
+        for k in range(n):
+            part = ex[k] - lam
+            if part <= 0.0:
+                break
+            if at[k] < 0:
+                off += part
+            else:
+                s[at[k]] += part
+        moved += m
+        r = i // cols
+        c = i - r * cols
+        for rr in range(max(r - 1, 0), min(r + 2, rows)):
+            for cc in range(max(c - 1, 0), min(c + 2, cols)):
+                j = rr * cols + cc
+                if q[j] == 0 and _unsteady(g, s, j, rows, cols, tan, ex, at, tol):
+                    q[j] = 1
+                    top = heap_push(keys, cells, top, -(g[j] + s[j]), j)
+    return off, moved, taken
 
 
 def _buffer(work: dict, name: str, shape: tuple[int, ...], dtype: type = np.float64
@@ -363,7 +435,7 @@ def snow_pass(terrain: Terrain, params: SnowParams, years: float, height: np.nda
     work = {} if work is None else work
     cell = terrain.cell_size
     snow = terrain.snow
-    shape = snow.shape
+    shape = terrain.shape
     rows = shape[0]
     before = float(snow.sum())
     fell = _buffer(work, "fell", (rows,))
@@ -395,12 +467,11 @@ def snow_pass(terrain: Terrain, params: SnowParams, years: float, height: np.nda
                                                          b[0], b[1]))
         books["blown"] = float(np.maximum(snow - drifted, 0.0).sum())
         snow[...] = drifted
-    surface = _buffer(work, "surface", shape)
-    np.add(height, snow, out=surface)
-    np.negative(surface, out=surface)
-    order = np.argsort(surface, axis=None, kind="stable")  # highest first, ties in order
     tan = math.tan(math.radians(params.repose_angle))
-    off, slid, _ = _avalanche(height, snow, order, tan, AVALANCHE_SWEEPS, TOLERANCE)
+    off, slid, _ = _avalanche(height, snow, tan, TOLERANCE, AVALANCHE_WORK * snow.size,
+                              _buffer(work, "keys", (snow.size,)),
+                              _buffer(work, "cells", (snow.size,), np.int64),
+                              _buffer(work, "queued", shape, np.uint8))
     books["out"] = float(off)
     books["slid"] = float(slid)
     books["change"] = float(snow.sum()) - before
