@@ -56,7 +56,6 @@ from numba import njit
 
 from ..fields import Field
 from ..kernels import parallel
-from ..kernels.primitives import heap_pop, heap_push
 from ..params import Params, param
 from ..process import Process
 from ..terrain import Terrain
@@ -70,11 +69,10 @@ _SQRT2 = math.sqrt(2.0)
 BEND = 0.1
 #: the most of its snow a cell may lose to the wind in one pass
 MOST_BLOWN = 0.999
-#: an avalanche pass ends after this many cells taken per cell of the grid (a bound
-#: that relaxation to TOLERANCE does not reach in practice)
-AVALANCHE_WORK = 1000
-#: snow standing more than this (cell units) above its repose slope slides
-TOLERANCE = 1e-8
+#: most avalanche sweeps a pass makes (it stops earlier once nothing moves)
+AVALANCHE_SWEEPS = 64
+#: an avalanche sweep in which no cell gave more than this (cell units) is the last
+TOLERANCE = 1e-9
 #: snow this little (cell units) above its repose slope counts as resting
 SLACK = 1e-12
 
@@ -265,6 +263,22 @@ def _drift_receive(snow, exposure, share, out, lo, hi):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _sort(ex, at, n):
+    """``ex[:n]`` largest first, ``at`` alongside (insertion sort: ties keep their
+    order)."""
+    for a in range(1, n):
+        e = ex[a]
+        j = at[a]
+        b = a - 1
+        while b >= 0 and ex[b] < e:
+            ex[b + 1] = ex[b]
+            at[b + 1] = at[b]
+            b -= 1
+        ex[b + 1] = e
+        at[b + 1] = j
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _level(ex, n, amount):
     """Water-filling: the level ``lam`` with sum(max(ex[k] - lam, 0)) = ``amount`` over
     the ``n`` > 0 excesses ``ex`` (sorted, largest first; ``lam`` < 0 when ``amount``
@@ -320,94 +334,100 @@ def _excesses(g, s, i, rows, cols, tan, ex, at):
     return n
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _unsteady(g, s, i, rows, cols, tan, ex, at, tol):
-    """Whether cell ``i`` holds snow standing more than ``tol`` above its repose slope
-    towards a neighbour."""
-    if s[i] <= 0.0:
-        return False
-    n = _excesses(g, s, i, rows, cols, tan, ex, at)
-    for k in range(n):
-        if ex[k] > tol:
-            return True
-    return False
-
-
 @njit(cache=True, nogil=True)
-def _avalanche(ground, snow, tan, tol, most, keys, cells, queued):
-    """Relax the snow surface to the repose slope ``tan`` (module docs) in place on
-    ``snow``: the cells standing more than ``tol`` above it wait on a heap, highest
-    snow surface first. A cell taken drops by ``m`` and fills its lower neighbours up
-    to that slope below its new surface (water-filling: each gets ``max(excess - m,
-    0)``, together ``m``), or, with too little snow for that, gives all of it the same
-    way; then its neighbours (and itself) that now stand too steep wait on the heap.
-    Ends when none waits, or after ``most`` cells were taken. ``keys``, ``cells``,
-    ``queued`` (uint8): scratch of the grid's size. Returns (snow that slid off the
-    grid, snow moved, cells taken)."""
+def _slide(ground, snow, order, tan):
+    """One avalanche sweep in place on ``snow`` (module docs): the flat cells in
+    ``order`` (highest snow surface first); a cell whose snow stands above the repose
+    slope ``tan`` towards a lower neighbour keeps what rests at that slope above the
+    lowest of them (none where the ground beyond the grid's edge is steeper than
+    repose) and spreads the rest over them by water-filling (each gets
+    ``max(excess - lam, 0)``), so a slide runs down a whole slope in one sweep.
+    Returns (snow that slid off the grid, snow moved, the most a cell gave)."""
     rows, cols = ground.shape
     g = ground.reshape(-1)
     s = snow.reshape(-1)
-    q = queued.reshape(-1)
     ex = np.empty(12)  # the 8 neighbours and up to 2 beyond the edge
     at = np.empty(12, dtype=np.int64)
-    top = 0
-    for i in range(s.size):
-        q[i] = 0
-        if _unsteady(g, s, i, rows, cols, tan, ex, at, tol):
-            q[i] = 1
-            top = heap_push(keys, cells, top, -(g[i] + s[i]), i)
     off = 0.0
     moved = 0.0
-    taken = 0
-    while top > 0 and taken < most:
-        _, i, top = heap_pop(keys, cells, top)
-        q[i] = 0
-        taken += 1
+    worst = 0.0
+    for t in range(order.size):
+        i = order[t]
         d = s[i]
         if d <= 0.0:
             continue
         n = _excesses(g, s, i, rows, cols, tan, ex, at)
         if n == 0:
             continue
-        # largest excess first (insertion sort: ties keep the scan's order)
-        for a in range(1, n):
-            e = ex[a]
-            j = at[a]
-            b = a - 1
-            while b >= 0 and ex[b] < e:
-                ex[b + 1] = ex[b]
-                at[b + 1] = at[b]
-                b -= 1
-            ex[b + 1] = e
-            at[b + 1] = j
-        edge = False  # below ground steeper than repose beyond the edge no snow rests
+        keep = d
+        edge = 0.0
         for k in range(n):
-            edge |= at[k] < 0
-        lam = _level(ex, n, -1.0)
-        if lam > d or edge:  # not enough snow to come to rest: all of it slides
-            lam = _level(ex, n, d)
-            m = d
-        else:
-            m = lam
-        s[i] = d - m
+            if at[k] < 0:
+                keep = 0.0
+                edge += ex[k]
+            else:
+                keep = min(keep, d - ex[k])  # at the slope above this neighbour
+        keep = max(keep, 0.0)
+        m = d - keep
+        if m <= 0.0:
+            continue
+        s[i] = keep
+        moved += m
+        worst = max(worst, m)
+        if edge > 0.0:  # off the grid, its share as by the excesses
+            inside = _inside(ex, at, n)
+            out = m if inside <= 0.0 else m * edge / (edge + inside)
+            off += out
+            m -= out
+            if m <= 0.0:
+                continue
+        _sort(ex, at, n)
+        inner = 0  # the cells of the grid below, largest excess first
         for k in range(n):
+            if at[k] >= 0:
+                ex[inner] = ex[k]
+                at[inner] = at[k]
+                inner += 1
+        lam = _level(ex, inner, m)
+        given = 0.0
+        for k in range(inner):
             part = ex[k] - lam
             if part <= 0.0:
                 break
-            if at[k] < 0:
-                off += part
-            else:
-                s[at[k]] += part
+            if k + 1 == inner or ex[k + 1] - lam <= 0.0:
+                part = m - given  # the last one takes what rounding left over
+            s[at[k]] += part
+            given += part
+    return off, moved, worst
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _inside(ex, at, n):
+    """The sum of the excesses towards cells of the grid."""
+    total = 0.0
+    for k in range(n):
+        if at[k] >= 0:
+            total += ex[k]
+    return total
+
+
+def _avalanche(height: np.ndarray, snow: np.ndarray, tan: float, work: dict
+               ) -> tuple[float, float]:
+    """Sweeps of :func:`_slide` (each in the order of the snow surface before it)
+    until one moves no more than TOLERANCE at any cell, or AVALANCHE_SWEEPS ran.
+    Returns (snow that slid off the grid, snow moved)."""
+    surface = _buffer(work, "surface", snow.shape)
+    off = moved = 0.0
+    for _ in range(AVALANCHE_SWEEPS):
+        np.add(height, snow, out=surface)
+        np.negative(surface, out=surface)
+        order = np.argsort(surface, axis=None, kind="stable")  # highest first
+        o, m, worst = _slide(height, snow, order, tan)
+        off += o
         moved += m
-        r = i // cols
-        c = i - r * cols
-        for rr in range(max(r - 1, 0), min(r + 2, rows)):
-            for cc in range(max(c - 1, 0), min(c + 2, cols)):
-                j = rr * cols + cc
-                if q[j] == 0 and _unsteady(g, s, j, rows, cols, tan, ex, at, tol):
-                    q[j] = 1
-                    top = heap_push(keys, cells, top, -(g[j] + s[j]), j)
-    return off, moved, taken
+        if worst <= TOLERANCE:
+            break
+    return off, moved
 
 
 def _buffer(work: dict, name: str, shape: tuple[int, ...], dtype: type = np.float64
@@ -468,10 +488,7 @@ def snow_pass(terrain: Terrain, params: SnowParams, years: float, height: np.nda
         books["blown"] = float(np.maximum(snow - drifted, 0.0).sum())
         snow[...] = drifted
     tan = math.tan(math.radians(params.repose_angle))
-    off, slid, _ = _avalanche(height, snow, tan, TOLERANCE, AVALANCHE_WORK * snow.size,
-                              _buffer(work, "keys", (snow.size,)),
-                              _buffer(work, "cells", (snow.size,), np.int64),
-                              _buffer(work, "queued", shape, np.uint8))
+    off, slid = _avalanche(height, snow, tan, work)
     books["out"] = float(off)
     books["slid"] = float(slid)
     books["change"] = float(snow.sum()) - before

@@ -188,7 +188,7 @@ def test_melt_removes_snow_below_the_line_at_its_degree_day_rate():
     cell = 10.0
     z = np.tile(np.arange(48) * 1.0, (32, 1))
     t = Terrain.from_heights(z, cell, snow=np.full(z.shape, 0.2))  # 2 m
-    p = snow.SnowParams(relative_line=False, snow_line=25.0, snowfall=0.0,
+    p = snow.SnowParams(relative_line=False, snow_line=25.0, snowfall=0.0, snowfall_gradient=0.0,
                         wind_exposure=0.0, aspect=0.0, melt_gradient=10.0)
     alt = t.height() * cell
     start = t.snow.copy()
@@ -209,11 +209,11 @@ def test_sun_facing_slopes_keep_less_snow():
     than its +y flank; with aspect 0 the two are mirror images."""
     n = 41
     r = np.hypot(*np.meshgrid(np.arange(n) - 20.0, np.arange(n) - 20.0))
-    t0 = Terrain.from_heights(1000.0 - 20.0 * r, 10.0)
+    t0 = Terrain.from_heights(1000.0 - 3.0 * r, 10.0)  # 17 degree flanks, 940 m foot
     out = {}
     for aspect in (0.0, 1.0):
         t = t0.copy()
-        p = snow.SnowParams(relative_line=False, snow_line=800.0, wind_exposure=0.0,
+        p = snow.SnowParams(relative_line=False, snow_line=960.0, wind_exposure=0.0,
                             aspect=aspect, years=10.0)
         snow.run_batch(t, p, 0, 0, 10, t.height())
         out[aspect] = (float(t.snow[:15].sum()), float(t.snow[-15:].sum()))  # -y, +y
