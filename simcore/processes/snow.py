@@ -36,9 +36,9 @@ cell units like every length); it never changes the ground. One *pass* is
    over them by water-filling (the ones furthest below get the most, none is raised
    above the level the others reach), so a slide runs down a whole slope in one
    sweep. Sweeps repeat (at most ``AVALANCHE_SWEEPS``) until none moves more than
-   ``TOLERANCE`` at a cell. Only snow moves, never ground: on ground steeper than the repose angle a cell keeps at most
-   what its lower neighbours' snow holds up at that angle, so a bare steep face keeps
-   none. Beyond the grid's edge the ground goes on at the edge cell's slope (its inner
+   ``TOLERANCE`` at a cell. Only snow moves, never ground: on ground steeper than
+   the repose angle a cell keeps at most what its lower neighbours' snow holds up at
+   that angle, so a bare steep face keeps none. Beyond the grid's edge the ground goes on at the edge cell's slope (its inner
    neighbour mirrored) under as much snow: where that ground is steeper than repose
    the edge cell's snow slides off the grid (its share as by the excesses), the
    pass's ``out``. Serial sweeps in a fixed order: the same on any number of threads.
