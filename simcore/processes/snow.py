@@ -28,20 +28,20 @@ cell units like every length); it never changes the ground. One *pass* is
    grid's edge: the drift conserves the snow exactly (to rounding). Computed from the
    state before the drift in row bands, each cell writing only itself.
 3. **Avalanches** (gravitational redistribution as in SnowSlide, Bernhardt & Schulz
-   2010; the talus idea of Musgrave et al. 1989). Where the snow surface
-   (ground + snow) stands above a lower neighbour by more than
-   ``tan(repose_angle) x distance``, snow slides. A sweep visits the cells highest
-   snow surface first (as it stood before the first sweep); a cell keeps what rests
-   at the repose slope above the lowest of its lower neighbours and spreads the rest
-   over them by water-filling (the ones furthest below get the most, none is raised
-   above the level the others reach), so a slide runs down a whole slope in one
-   sweep. Sweeps repeat (at most ``AVALANCHE_SWEEPS``) until none moves more than
-   ``TOLERANCE`` at a cell. Only snow moves, never ground: on ground steeper than
-   the repose angle a cell keeps at most what its lower neighbours' snow holds up at
-   that angle, so a bare steep face keeps none. Beyond the grid's edge the ground goes on at the edge cell's slope (its inner
+   2010; the talus idea of Musgrave et al. 1989). Where the snow surface (ground +
+   snow) stands above a lower neighbour by more than ``tan(repose_angle) x distance``,
+   snow slides. A sweep visits the cells highest snow surface first (as it stood
+   before the first sweep); a cell keeps what rests at the repose slope above the
+   lowest of its lower neighbours and spreads the rest over them by water-filling (the
+   ones furthest below get the most, none is raised above the level the others reach),
+   so a slide runs down a whole slope in one sweep. Sweeps repeat (at most
+   ``AVALANCHE_SWEEPS``) until none moves more than ``TOLERANCE`` at a cell. Only snow
+   moves, never ground: on ground steeper than the repose angle a cell keeps at most
+   what its lower neighbours' snow holds up at that angle, so a bare steep face keeps
+   none. Beyond the grid's edge the ground goes on at the edge cell's slope (its inner
    neighbour mirrored) under as much snow: where that ground is steeper than repose
-   the edge cell's snow slides off the grid (its share as by the excesses), the
-   pass's ``out``. Serial sweeps in a fixed order: the same on any number of threads.
+   the edge cell's snow slides off the grid (its share as by the excesses), the pass's
+   ``out``. Serial sweeps in a fixed order: the same on any number of threads.
 
 Melt comes before the drift and the avalanches: they move only snow that outlasted
 the year's balance, so a snow line above the summits is an exact no-op (nothing lies)
