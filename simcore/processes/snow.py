@@ -340,8 +340,18 @@ def _excesses(g, s, i, rows, cols, tan, ex, at):
     return n
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _mark(flags, i, rows, cols):
+    """Set ``flags`` of cell ``i`` and its 8 neighbours."""
+    r = i // cols
+    c = i - r * cols
+    for rr in range(max(r - 1, 0), min(r + 2, rows)):
+        for cc in range(max(c - 1, 0), min(c + 2, cols)):
+            flags[rr * cols + cc] = 1
+
+
 @njit(cache=True, nogil=True)
-def _slide(ground, snow, order, tan):
+def _slide(ground, snow, order, tan, now, later):
     """One avalanche sweep in place on ``snow`` (module docs): the flat cells in
     ``order`` (highest snow surface first); a cell whose snow stands above the repose
     slope ``tan`` towards a lower neighbour keeps what rests at that slope above the
@@ -359,6 +369,9 @@ def _slide(ground, snow, order, tan):
     worst = 0.0
     for t in range(order.size):
         i = order[t]
+        if not now[i]:
+            continue
+        now[i] = 0
         d = s[i]
         if d <= 0.0:
             continue
@@ -380,6 +393,9 @@ def _slide(ground, snow, order, tan):
         s[i] = keep
         moved += m
         worst = max(worst, m)
+        _mark(now, i, rows, cols)
+        _mark(later, i, rows, cols)
+        now[i] = 0  # rests now
         if edge > 0.0:  # off the grid, its share as by the excesses
             inside = _inside(ex, at, n)
             out = m if inside <= 0.0 else m * edge / (edge + inside)
@@ -404,6 +420,8 @@ def _slide(ground, snow, order, tan):
                 part = m - given  # the last one takes what rounding left over
             s[at[k]] += part
             given += part
+            _mark(now, at[k], rows, cols)
+            _mark(later, at[k], rows, cols)
     return off, moved, worst
 
 
@@ -427,13 +445,18 @@ def _avalanche(height: np.ndarray, snow: np.ndarray, tan: float, work: dict
     np.add(height, snow, out=surface)
     np.negative(surface, out=surface)
     order = np.argsort(surface, axis=None, kind="stable")  # highest first
+    now = _buffer(work, "now", (snow.size,), np.uint8)
+    later = _buffer(work, "later", (snow.size,), np.uint8)
+    now[...] = 1  # the first sweep looks at every cell
+    later[...] = 0
     off = moved = 0.0
     for _ in range(AVALANCHE_SWEEPS):
-        o, m, worst = _slide(height, snow, order, tan)
+        o, m, worst = _slide(height, snow, order, tan, now, later)
         off += o
         moved += m
         if worst <= TOLERANCE:
             break
+        now, later = later, now  # ``now`` was cleared by the sweep
     return off, moved
 
 
@@ -542,4 +565,4 @@ PROCESS = Process(
     "and avalanches off slopes steeper than its angle of repose (docs/snow.md)",
     order=55, stream=STREAM_ID,
     reads=("bedrock", "sediment", "snow"), writes=("snow",), fields=FIELDS,
-    passes=steps, advice=advice, bytes_per_cell=56)
+    passes=steps, advice=advice, bytes_per_cell=42)
