@@ -35,13 +35,14 @@ cell units like every length); it never changes the ground. One *pass* is
    lowest of its lower neighbours and spreads the rest over them by water-filling (the
    ones furthest below get the most, none is raised above the level the others reach),
    so a slide runs down a whole slope in one sweep. Sweeps repeat (at most
-   ``AVALANCHE_SWEEPS``) until none moves more than ``TOLERANCE`` at a cell. Only snow
-   moves, never ground: on ground steeper than the repose angle a cell keeps at most
-   what its lower neighbours' snow holds up at that angle, so a bare steep face keeps
-   none. Beyond the grid's edge the ground goes on at the edge cell's slope (its inner
-   neighbour mirrored) under as much snow: where that ground is steeper than repose
-   the edge cell's snow slides off the grid (its share as by the excesses), the pass's
-   ``out``. Serial sweeps in a fixed order: the same on any number of threads.
+   ``AVALANCHE_SWEEPS`` + 2 (rows + cols)) until none moves more than ``TOLERANCE`` at
+   a cell. Only snow moves, never ground: on ground steeper than the repose angle a
+   cell keeps at most what its lower neighbours' snow holds up at that angle, so a
+   bare steep face keeps none. Beyond the grid's edge the ground goes on at the edge
+   cell's slope (its inner neighbour mirrored) under as much snow: where that ground
+   is steeper than repose the edge cell's snow slides off the grid (its share as by
+   the excesses), the pass's ``out``. Serial sweeps in a fixed order: the same on any
+   number of threads.
 
 Melt comes before the drift and the avalanches: they move only snow that outlasted
 the year's balance, so a snow line above the summits is an exact no-op (nothing lies)
@@ -75,7 +76,9 @@ _SQRT2 = math.sqrt(2.0)
 BEND = 0.1
 #: the most of its snow a cell may lose to the wind in one pass
 MOST_BLOWN = 0.999
-#: most avalanche sweeps a pass makes (it stops earlier once nothing moves)
+#: most avalanche sweeps a pass makes, plus 2 a row and a column of the grid (it stops
+#: once nothing moves: 10-40 sweeps a pass on mountains; snow draining through a gap
+#: in a rim relaxes a cell further from it each sweep)
 AVALANCHE_SWEEPS = 64
 #: an avalanche sweep in which no cell gave more than this (cell units) is the last
 TOLERANCE = 1e-9
@@ -439,7 +442,8 @@ def _avalanche(height: np.ndarray, snow: np.ndarray, tan: float, work: dict
                ) -> tuple[float, float]:
     """Sweeps of :func:`_slide`, all in the order of the snow surface before the
     first (sorting again each sweep took 3x the time for the same number of sweeps),
-    until one moves no more than TOLERANCE at any cell, or AVALANCHE_SWEEPS ran.
+    until one moves no more than TOLERANCE at any cell, or AVALANCHE_SWEEPS + 2 (rows
+    + cols) ran.
     Returns (snow that slid off the grid, snow moved)."""
     surface = _buffer(work, "surface", snow.shape)
     np.add(height, snow, out=surface)
@@ -450,7 +454,8 @@ def _avalanche(height: np.ndarray, snow: np.ndarray, tan: float, work: dict
     now[...] = 1  # the first sweep looks at every cell
     later[...] = 0
     off = moved = 0.0
-    for _ in range(AVALANCHE_SWEEPS):
+    rows, cols = snow.shape
+    for _ in range(AVALANCHE_SWEEPS + 2 * (rows + cols)):
         o, m, worst = _slide(height, snow, order, tan, now, later)
         off += o
         moved += m

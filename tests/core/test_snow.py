@@ -66,6 +66,7 @@ def test_books_close_on_any_grid_and_params(ground, start, cell, fraction, repos
         books = snow.snow_pass(t, p, dt, height)
         assert closes(books, float(t.snow.sum()) + start * ground.size)
         assert t.snow.min() >= 0.0 and np.isfinite(t.snow).all()
+        assert_rests_at_repose(t, repose)
 
 
 def assert_rests_at_repose(t: Terrain, angle: float, tol: float = 1e-6) -> None:
