@@ -361,6 +361,10 @@ def _slide(ground, snow, order, tan, now, later):
     lowest of them (none where the ground beyond the grid's edge is steeper than
     repose) and spreads the rest over them by water-filling (each gets
     ``max(excess - lam, 0)``), so a slide runs down a whole slope in one sweep.
+    Only the cells flagged in ``now`` (uint8, flat) are looked at: the ones next to a
+    cell whose snow changed since they were last looked at (the others rest as they
+    did); each change flags the cell and its neighbours in ``now`` and ``later`` (for
+    the next sweep), and a cell's flag in ``now`` is cleared when it is looked at.
     Returns (snow that slid off the grid, snow moved, the most a cell gave)."""
     rows, cols = ground.shape
     g = ground.reshape(-1)
@@ -461,7 +465,8 @@ def _avalanche(height: np.ndarray, snow: np.ndarray, tan: float, work: dict
         moved += m
         if worst <= TOLERANCE:
             break
-        now, later = later, now  # ``now`` was cleared by the sweep
+        now[...] = 0  # flags left on cells the sweep had passed are in ``later`` too
+        now, later = later, now
     return off, moved
 
 
