@@ -346,8 +346,13 @@ def _simulation(terrain, params: dict, seed: int, rounds: int, **window):
     return Simulation(terrain, params, seed=seed, particles=rounds * per_round, **window)
 
 
-#: terrain arrays in cell units (a coarse copy divides them by its factor)
-LENGTHS = ("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool")
+def lengths() -> tuple[str, ...]:
+    """The terrain arrays in cell units (a coarse copy divides them by its factor), from
+    their descriptions (simcore/fields.py and the processes')."""
+    from ..terrain import fields
+    return tuple(n for n, f in fields().items() if f.is_length)
+
+
 #: arrays the coarse global stage changes by adding its (interpolated) change
 ADDED = ("bedrock", "sediment", "eroded", "deposited", "uplifted")
 #: arrays the coarse global stage sets (interpolated, never below zero)
@@ -385,7 +390,7 @@ def _global_coarse(root, params: dict, seed: int, rounds: int, f: int) -> None:
     src = root["work/input"]
     block = (math.ceil(plan.core[0] / f), math.ceil(plan.core[1] / f))
     small = {n: downsample_blocks(src[n], f, block) for n in fields()}
-    for n in LENGTHS:
+    for n in lengths():
         small[n] /= f  # cell units of the coarse grid
     t = Terrain(**small, cell_size=float(root.attrs["cell_size"]) * f,
                 rock=root.attrs.get("rock"))
@@ -919,9 +924,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         "global": {n: p.to_dict() for n, p in glob.items()},
         "detail": {n: p.to_dict() for n, p in detail.items()},
         "arrays": arrays, "changes": changes,
-        "units": {**{n: ("cell" if n in ("bedrock", "sediment", "eroded", "deposited",
-                                         "uplifted", "pool") else "as in .npz")
-                     for n in arrays}, "height": "world",
+        "units": {**{n: ("cell" if n in lengths() else "as in .npz") for n in arrays},
+                  "height": "world",
                   **{f"change_{n}": "world" for n in changes}},
         "chunks": "one chunk per tile core: root[name][r0:r1, c0:c1] reads tile by tile",
     }
