@@ -82,8 +82,6 @@ CORE_FIELDS: tuple[Field, ...] = (
           "index (0 = the column's first) plus how deep inside it (0..1); 0 without a "
           "rock column", lo=0.0, exact="te_rock_layer",
           kept_by="the simulation, from the rock column"),
-    Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice"),
-    Field("snow", "depth", "depth of lying snow", lo=0.0, exact="te_snow"),
 )
 
 #: Units of the .npz entries that are not terrain arrays.
