@@ -43,6 +43,7 @@ else:
         batch,
         engine_tiles,
         export,
+        ice_surface,
         masks,
         material,
         operators,
@@ -56,7 +57,7 @@ else:
     from .ui import overlay, presets_ui, properties
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, water_data, bake, ridges, masks, warmup, report_ui, material,
+                export, ice_surface, water_data, bake, ridges, masks, warmup, report_ui, material,
                 engine_tiles, rock)
 
 

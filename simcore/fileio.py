@@ -106,14 +106,16 @@ def _host() -> str:
 
 
 @contextlib.contextmanager
-def output_lock(output: str | os.PathLike, flag: str = "--output") -> Iterator[Path]:
-    """Hold ``<output>.lock`` while a run writes ``output``: the file is created with
-    O_EXCL and holds this process's pid and host; it is removed when the block ends.
+def output_lock(output: str | os.PathLike, flag: str = "--output",
+                lock_path: str | os.PathLike | None = None) -> Iterator[Path]:
+    """Hold ``<output>.lock`` (or ``lock_path``) while a run writes ``output``: the file
+    is created with O_EXCL and holds this process's pid and host; it is removed when
+    the block ends.
     A lock of a run that still runs refuses with an OutputPathError naming it; one whose
     process no longer runs (killed) is taken over. Creating the lock is also the check
     that the folder can be written."""
     out = Path(output)
-    lock = out.with_name(out.name + ".lock")
+    lock = Path(lock_path) if lock_path is not None else out.with_name(out.name + ".lock")
     for _ in range(5):
         try:
             fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -324,6 +326,16 @@ def _check_target(shown: Path, target: Path) -> None:
                               "fix the path")
 
 
+#: what a long run (sweep, tile) keeps free beyond its estimate: the estimate is rough
+#: and the disk is shared (see :func:`space_margin`)
+SPACE_MARGIN = 64 * 2**20
+
+
+def space_margin(estimate_bytes: int) -> int:
+    """Free space a long run asks for beyond its estimate: 64 MB and a tenth more."""
+    return SPACE_MARGIN + max(0, estimate_bytes) // 10
+
+
 def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
                  suffixes: tuple[str, ...] = ()) -> Path:
     """Refuse an output path now rather than after the work: wrong suffix, a folder,
@@ -338,17 +350,26 @@ def check_output(path: str | os.PathLike, estimate_bytes: int = 0,
         os.unlink(tmp)
     except OSError as exc:
         raise OutputPathError(describe_os_error(exc, shown)) from None
-    if estimate_bytes > 0:
-        try:
-            free = shutil.disk_usage(target.parent).free
-        except OSError:
-            free = None
-        if free is not None and free < estimate_bytes:
-            raise ResourceError(
-                f"cannot write {shown}: it needs about {_mb(estimate_bytes)} but only "
-                f"{_mb(free)} is free on that disk; free some space or choose another "
-                "folder")
+    check_space(shown, target.parent, estimate_bytes)
     return shown
+
+
+def check_space(shown: str | os.PathLike, folder: str | os.PathLike, estimate_bytes: int,
+                margin: int = 0) -> None:
+    """ResourceError naming ``shown`` when the disk of ``folder`` has less free space
+    than ``estimate_bytes`` plus ``margin`` (nothing when the estimate is 0, or the free
+    space cannot be told)."""
+    if estimate_bytes <= 0:
+        return
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return
+    if free < estimate_bytes + margin:
+        spare = f" and {_mb(margin)} to spare" if margin > 0 else ""
+        raise ResourceError(
+            f"cannot write {shown}: it needs about {_mb(estimate_bytes)}{spare} but only "
+            f"{_mb(free)} is free on that disk; free some space or choose another folder")
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),

@@ -31,6 +31,18 @@ REDRAW_FACTOR = 4.0
 TICK_SECONDS = 0.05
 
 
+#: Called with the terrain whenever a run is kept or cancelled, or Reset puts the heights
+#: back: which layers the mesh has may have changed (the terrain material follows them:
+#: features/material.py). A hook must not raise.
+LAYERS_CHANGED: list[Callable[[bpy.types.Object], None]] = []
+
+
+def layers_changed(obj: bpy.types.Object) -> None:
+    """Tell the :data:`LAYERS_CHANGED` hooks about ``obj``."""
+    for hook in LAYERS_CHANGED:
+        hook(obj)
+
+
 class JobEnded(UserError):
     """The run cannot go on (object deleted, renamed, mode changed, mesh edited); the
     message says what happened and whether the result so far was kept."""
@@ -537,6 +549,7 @@ class ErosionJob:
         _EXACT.clear()
         if waited and self.up_to_date and self.frames_written:
             _remember_exact(obj, self.scale, self.sim)
+        layers_changed(obj)
         return (rounds - self.start_rounds) * self.sim.per_round
 
     def cancel(self) -> str | None:
@@ -559,6 +572,7 @@ class ErosionJob:
                     "was not restored; use Undo")
         self.snapshot.restore(obj.data)
         self._restore_extras(obj)
+        layers_changed(obj)
         return None
 
     def _restore_extras(self, obj: bpy.types.Object, made_only: bool = False) -> None:
@@ -680,4 +694,5 @@ def reset_to_original(obj: bpy.types.Object) -> bool:
         remove_object(extra)
     obj.terrain_erosion.rounds_done = 0
     obj.terrain_erosion.set_state_seed(-1)
+    layers_changed(obj)
     return True

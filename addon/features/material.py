@@ -12,8 +12,13 @@ What it paints, from the bottom up:
   bands in the render are the bands in the geometry;
 - wet, dark, glossier ground along streams (``te_streams``) and around pools
   (``te_pools``), water-coloured channels where the stream is strong;
-- snow above Snow Line (the object's **local** Z, like the mesh's vertex
-  coordinates), faded over Snow Blend and sliding off slopes above Snow Max Slope;
+- glacier ice in Ice Color where the mesh has ice (``te_ice``: none at 0, full at Ice
+  Depth);
+- snow where it was simulated: on a mesh with a snow depth layer (``te_snow``) the
+  cover is a smoothstep of that depth, none at 0 and full at Snow Depth (Snow Depth
+  Mix 1, set by the add-on when the mesh has the layer). Without it, snow lies above
+  Snow Line (the object's **local** Z, like the mesh's vertex coordinates), faded over
+  Snow Blend and sliding off slopes above Snow Max Slope;
 - water-coloured, glossy lake beds where ``te_pools`` is high (the lakes mesh or the
   water surface object, when present, puts the water surface on top).
 
@@ -21,6 +26,12 @@ A missing attribute reads 0 in both render engines, so the material also works o
 mesh that was never eroded (grass, rock and snow by slope and height). No image files:
 all variation is procedural noise in the object's local coordinates, its size set
 from the object's width when the material is made.
+
+The layers are found by the names simcore's field descriptions give them; the add-on
+keeps Snow Depth Mix in step with the mesh when the material is applied and after
+every run or Reset (``data.job.LAYERS_CHANGED``). The group carries a version number
+(:data:`VERSION`): an older group of ours is made again when a file is used, the
+artist's values of its inputs kept.
 """
 
 from __future__ import annotations
@@ -28,7 +39,9 @@ from __future__ import annotations
 import bpy
 
 from ..data.compat import new_node_material
-from ..data.grid import COLOR_LAYERS, FLOAT_LAYERS, read_positions
+from ..data.grid import COLOR_LAYERS, FLOAT_LAYERS, detect_grid, read_positions
+from ..data.job import LAYERS_CHANGED
+from ..simcore.errors import UserError
 from ..ui.boundary import reports_user_errors
 from ..ui.rock_props import ROCK_CHANGED
 
@@ -37,6 +50,17 @@ MATERIAL = "Terrain Erosion Surface"
 #: The 0..1 color layers the group reads (names from simcore's field descriptions).
 SEDIMENT, STREAMS, POOLS, TREES = (COLOR_LAYERS[k] for k in ("sediment", "stream", "pool",
                                                               "vegetation"))
+#: The float layers of lying snow and glacier ice (local units), by the names of their
+#: terrain arrays ("te_snow", "te_ice" when no field of that name is declared: no mesh
+#: has them then, and they read 0)
+SNOW, ICE = (FLOAT_LAYERS.get(k, f"te_{k}") for k in ("snow", "ice"))
+#: World thicknesses (metres) at which simulated snow covers the ground fully and ice
+#: shows fully in Ice Color: the group's Snow Depth and Ice Depth in local units, set
+#: from the terrain's real scale when they are 0
+SNOW_FULL_DEPTH = 0.3
+ICE_FULL_DEPTH = 0.5
+#: the group's float mix choosing between the snow line and the simulated snow
+SNOW_SOURCE = "Snow Source"
 
 #: Group inputs: name -> (socket type, default). Lengths are the object's local units;
 #: angles are degrees from horizontal.
@@ -57,6 +81,10 @@ INPUTS = {
     "Water Color": ('NodeSocketColor', (0.01, 0.045, 0.06, 1)),
     "Layer Color": ('NodeSocketColor', (0.2, 0.16, 0.12, 1)),
     "Layer Mix": ('NodeSocketFloat', 0.0),
+    "Snow Depth Mix": ('NodeSocketFloat', 0.0),
+    "Snow Depth": ('NodeSocketFloat', 0.0),
+    "Ice Color": ('NodeSocketColor', (0.55, 0.7, 0.82, 1)),
+    "Ice Depth": ('NodeSocketFloat', 0.0),
 }
 DOC = {
     "Snow Line": "Height of the snow line, in the object's local units (its vertex Z)",
@@ -70,6 +98,12 @@ DOC = {
                    "column's colours by te_rock_layer)",
     "Layer Mix": "1: bare rock takes Layer Color instead of Rock Color (set by the add-on "
                  "when Rock Layers is on)",
+    "Snow Depth Mix": "1: snow lies where it was simulated (the te_snow depth), 0: above "
+                      "Snow Line (set by the add-on: 1 when the mesh has te_snow)",
+    "Snow Depth": "Snow depth that covers the ground fully, local units (0: set from the "
+                  "terrain's real size, 0.3 m)",
+    "Ice Depth": "Ice thickness shown fully in Ice Color, local units (0: set from the "
+                 "terrain's real size, 0.5 m)",
 }
 #: the rock column's nodes in a material (made again by sync_rock_colors): name prefix
 ROCK_NODES = "TE Rock Layers"
@@ -110,6 +144,18 @@ class _Builder:
             self._set(node.inputs[name], v)
         return node.outputs["Result"]
 
+    def mix_float(self, factor, a, b, name: str = ""):
+        """Float mix (ShaderNodeMix, 3.4+) of ``a`` and ``b`` by ``factor``."""
+        node = self.nodes.new("ShaderNodeMix")
+        node.data_type, node.clamp_factor = 'FLOAT', True
+        if name:
+            node.name = node.label = name
+        ins = {s.identifier: s for s in node.inputs}
+        self._set(ins["Factor_Float"], factor)
+        self._set(ins["A_Float"], a)
+        self._set(ins["B_Float"], b)
+        return next(s for s in node.outputs if s.identifier == "Result_Float")
+
     def mix(self, factor, a, b, blend: str = 'MIX'):
         """Colour mix (ShaderNodeMix, 3.4+) of ``a`` and ``b`` by ``factor``."""
         node = self.nodes.new("ShaderNodeMix")
@@ -136,11 +182,15 @@ class _Builder:
 
 
 #: custom property that marks the add-on's node group (a group the artist made and named
-#: like ours is theirs: never rebuilt)
+#: like ours is theirs: never rebuilt); its value is the group's version
 MARK = "terrain_erosion_surface"
+#: the group's version: 1 the rock layers' inputs, 2 the simulated snow and ice. Raise
+#: it with every change of the group's nodes, so files made before are brought up to date
+VERSION = 2
 #: the inputs of the group before the rock layers' (an unmarked group with all of them is
 #: ours from an older version)
-OLD_INPUTS = frozenset(INPUTS) - {"Layer Color", "Layer Mix"}
+OLD_INPUTS = frozenset(INPUTS) - {"Layer Color", "Layer Mix", "Snow Depth Mix", "Snow Depth",
+                                  "Ice Color", "Ice Depth"}
 
 
 def is_ours(tree: bpy.types.NodeTree | None) -> bool:
@@ -155,6 +205,12 @@ def is_ours(tree: bpy.types.NodeTree | None) -> bool:
     return tree.name.startswith(GROUP) and OLD_INPUTS <= have
 
 
+def group_version(tree: bpy.types.NodeTree) -> int:
+    """The version of a group of ours (0: unmarked, from before versions)."""
+    value = tree.get(MARK)
+    return value if isinstance(value, int) else 0
+
+
 def surface_group() -> bpy.types.NodeTree:
     """The shader node group (made once per file): inputs of :data:`INPUTS`, outputs
     BSDF, Color, Roughness, Snow and Rock (the last two 0..1 masks). A group of the
@@ -164,20 +220,22 @@ def surface_group() -> bpy.types.NodeTree:
             up_to_date(tree)
             return tree
     tree = bpy.data.node_groups.new(GROUP, 'ShaderNodeTree')
-    tree[MARK] = 1
+    tree[MARK] = VERSION
     _interface(tree)
     _build(tree)
     return tree
 
 
 def up_to_date(tree: bpy.types.NodeTree) -> None:
-    """A group from an older version (without the rock layer inputs) gets the inputs
-    it lacks and its nodes made again; the inputs it has keep the artist's values."""
+    """A group from an older version (:data:`VERSION`, or without inputs of now) gets
+    the inputs it lacks and its nodes made again; the inputs it has keep the artist's
+    values. A group of a newer version with every input is left as it is."""
     have = {item.name for item in tree.interface.items_tree
             if item.item_type == 'SOCKET' and item.in_out == 'INPUT'}
-    tree[MARK] = 1
-    if set(INPUTS) <= have:
+    version = group_version(tree)
+    if version >= VERSION and set(INPUTS) <= have:
         return
+    tree[MARK] = max(version, VERSION)
     tree.nodes.clear()
     _interface(tree)
     _build(tree)
@@ -196,7 +254,7 @@ def _interface(tree: bpy.types.NodeTree) -> None:
         sock.description = DOC.get(name, "")
         if kind == 'NodeSocketFloat':
             sock.min_value = -1e9 if name == "Snow Line" else 0.0
-            if name == "Layer Mix":
+            if name.endswith(" Mix"):
                 sock.max_value = 1.0
     outputs = {"BSDF": 'NodeSocketShader', "Color": 'NodeSocketColor',
                "Roughness": 'NodeSocketFloat', "Snow": 'NodeSocketFloat',
@@ -258,6 +316,9 @@ def _build(tree: bpy.types.NodeTree) -> None:
     color = b.mix(rock, color, rock_color)
     color = b.mix(b.math('MULTIPLY', banks, 0.8), color, i["Wet Color"])
     color = b.mix(channel, color, i["Water Color"])
+    # glacier ice where the mesh has it
+    ice = b.ramp(b.attribute(ICE), 0.0, b.math('MAXIMUM', i["Ice Depth"], 1e-9))
+    color = b.mix(ice, color, i["Ice Color"])
     # snow above the line, thinner where steep, none in channels and lakes
     height = b.math('ADD', local.outputs["Z"],
                     b.math('MULTIPLY', jitter, b.math('MULTIPLY', i["Snow Blend"], 2.0)))
@@ -269,16 +330,21 @@ def _build(tree: bpy.types.NodeTree) -> None:
     snow = b.math('MULTIPLY', snow, b.math('SUBTRACT', 1.0, steep))
     snow = b.math('MULTIPLY', snow, b.math('SUBTRACT', 1.0, b.math('MAXIMUM', channel, lake)),
                   clamp=True)
+    # or where it was simulated: a smoothstep of its depth (Snow Depth Mix 1)
+    lying = b.ramp(b.attribute(SNOW), 0.0, b.math('MAXIMUM', i["Snow Depth"], 1e-9))
+    snow = b.mix_float(i["Snow Depth Mix"], snow, lying, name=SNOW_SOURCE)
     color = b.mix(snow, color, i["Snow Color"])
     color = b.mix(lake, color, i["Water Color"])
     rough = b.math('MULTIPLY_ADD', rock, -0.15, 0.9)                 # rock 0.75, ground 0.9
     rough = b.math('MULTIPLY_ADD', banks, -0.3, rough, clamp=True)  # wet ground 0.6
+    rough = b.ramp(ice, 0.0, 1.0, rough, 0.3)
     rough = b.ramp(snow, 0.0, 1.0, rough, 0.55)
     rough = b.ramp(channel, 0.0, 1.0, rough, 0.25)
     rough = b.ramp(lake, 0.0, 1.0, rough, 0.08)
 
     bump = b.nodes.new("ShaderNodeBump")  # rough rock faces; flat snow, ground and water
-    bare = b.math('SUBTRACT', 1.0, b.math('MAXIMUM', snow, b.math('MAXIMUM', channel, lake)))
+    bare = b.math('SUBTRACT', 1.0, b.math('MAXIMUM', b.math('MAXIMUM', snow, ice),
+                                          b.math('MAXIMUM', channel, lake)))
     link(b.math('MULTIPLY', b.math('MULTIPLY', rock, bare), 0.25), bump.inputs["Strength"])
     link(fine, bump.inputs["Height"])
     bsdf = b.nodes.new("ShaderNodeBsdfPrincipled")
@@ -386,6 +452,7 @@ def apply_material(obj: bpy.types.Object, snow_fraction: float = 0.75) -> bpy.ty
     if replaced is not None and replaced != mat and replaced.users == 0:
         replaced.use_fake_user = True  # the artist's material survives a save
     sync_rock_colors(obj)
+    sync_layers(obj)
     return mat
 
 
@@ -393,6 +460,50 @@ def shown_materials(obj: bpy.types.Object) -> list[bpy.types.Material]:
     """The materials ``obj`` shows: each slot's (the object's own where the slot is
     linked to the object, else the mesh's)."""
     return [slot.material for slot in obj.material_slots if slot.material is not None]
+
+
+def has_layer(me: bpy.types.Mesh, name: str) -> bool:
+    """Whether ``me`` has the float layer ``name`` (FLOAT per POINT, as the add-on
+    writes it)."""
+    attr = me.attributes.get(name)
+    return attr is not None and attr.data_type == 'FLOAT' and attr.domain == 'POINT'
+
+
+def _local_depths(obj: bpy.types.Object) -> tuple[float, float] | None:
+    """:data:`SNOW_FULL_DEPTH` and :data:`ICE_FULL_DEPTH` in ``obj``'s local units (by
+    its Real Size and Vertical Exaggeration); None for a mesh that is no grid."""
+    settings = getattr(obj, "terrain_erosion", None)  # None: the add-on is not registered
+    if settings is None:
+        return None
+    try:
+        g = detect_grid(obj.data)
+        scale = settings.real_scale(g.rows, g.cols, g.cell_size)
+    except UserError:
+        return None
+    return (float(scale.local_height(SNOW_FULL_DEPTH)),
+            float(scale.local_height(ICE_FULL_DEPTH)))
+
+
+def sync_layers(obj: bpy.types.Object) -> None:
+    """Keep the terrain materials of ``obj`` in step with its layers: snow where it
+    was simulated when the mesh has a snow depth layer (Snow Depth Mix 1), else above
+    the snow line (0); Snow Depth and Ice Depth, when 0, set from the terrain's real
+    size (:data:`SNOW_FULL_DEPTH`, :data:`ICE_FULL_DEPTH`)."""
+    if obj is None or obj.type != 'MESH':
+        return
+    simulated = has_layer(obj.data, SNOW)
+    depths = None
+    for mat in shown_materials(obj):
+        node = group_node(mat)
+        if node is None or mat.library is not None or node.node_tree.library is not None:
+            continue  # linked from a library: not ours to change
+        up_to_date(node.node_tree)
+        node.inputs["Snow Depth Mix"].default_value = 1.0 if simulated else 0.0
+        for k, name in enumerate(("Snow Depth", "Ice Depth")):
+            if node.inputs[name].default_value <= 0.0:
+                depths = depths or _local_depths(obj)
+                if depths is not None:
+                    node.inputs[name].default_value = depths[k]
 
 
 def _rock_colors(obj: bpy.types.Object) -> list[tuple[float, float, float]]:
@@ -415,8 +526,7 @@ def sync_rock_colors(obj: bpy.types.Object) -> None:
         node = group_node(mat)
         if node is None:
             continue
-        if "Layer Mix" not in node.inputs:
-            up_to_date(node.node_tree)
+        up_to_date(node.node_tree)
         nodes = mat.node_tree.nodes
         for old in [n for n in nodes if n.name.startswith(ROCK_NODES)]:
             nodes.remove(old)
@@ -510,12 +620,13 @@ class TERRAIN_OT_apply_material(bpy.types.Operator):
         obj = context.active_object
         before = obj.data.materials[0] if len(obj.data.materials) else None
         mat = apply_material(obj, self.snow_line)
-        line = group_node(mat).inputs["Snow Line"].default_value
+        inputs = group_node(mat).inputs
+        snow = (f"snow where simulated ({SNOW})" if inputs["Snow Depth Mix"].default_value
+                else f"snow line at {inputs['Snow Line'].default_value:.4g} local units")
         kept = (f"; '{before.name}' is kept with a fake user" if before is not None
                 and before != mat and before.use_fake_user and before.users == 1 else "")
-        self.report({'INFO'}, f"'{obj.name}' uses material '{mat.name}' (snow line at "
-                              f"{line:.4g} local units; tweak its group node's inputs)"
-                              + kept)
+        self.report({'INFO'}, f"'{obj.name}' uses material '{mat.name}' ({snow}; tweak "
+                              "its group node's inputs)" + kept)
         return {'FINISHED'}
 
 
@@ -526,9 +637,12 @@ _register_classes, _unregister_classes = bpy.utils.register_classes_factory(clas
 def register() -> None:
     _register_classes()
     ROCK_CHANGED.append(sync_rock_colors)
+    LAYERS_CHANGED.append(sync_layers)
 
 
 def unregister() -> None:
+    while sync_layers in LAYERS_CHANGED:
+        LAYERS_CHANGED.remove(sync_layers)
     while sync_rock_colors in ROCK_CHANGED:
         ROCK_CHANGED.remove(sync_rock_colors)
     _unregister_classes()

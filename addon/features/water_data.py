@@ -33,6 +33,7 @@ from ..simcore.analysis.channels import lake_mesh, stream_polylines
 from ..simcore.errors import UserError
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel
+from . import ice_surface
 
 WAVES = "TE Shore Waves"
 RIVER_MATERIAL = "TE River"
@@ -342,7 +343,7 @@ class TERRAIN_OT_water_data(bpy.types.Operator):
 
 
 class TERRAIN_PT_water_data(ErosionSubPanel, bpy.types.Panel):
-    """Rivers and lakes as curves and meshes, shore waves"""
+    """Rivers and lakes as curves and meshes, shore waves, the ice surface"""
 
     bl_idname = "TERRAIN_PT_water_data"
     bl_label = "Rivers and Lakes as Data"
@@ -360,6 +361,7 @@ class TERRAIN_PT_water_data(ErosionSubPanel, bpy.types.Panel):
             if getattr(s, key) is not None:
                 layout.label(text=getattr(s, key).name, icon='CHECKMARK')
         layout.label(text=f"Waves: material '{WAVES}' (renders only)", icon='INFO')
+        ice_surface.draw(layout.box(), context.active_object)
 
 
 classes = (TERRAIN_PG_water, TERRAIN_OT_water_data, TERRAIN_PT_water_data)

@@ -45,10 +45,11 @@ layer the add-on gives the terrain (bedrock, sediment_depth, change_<process>, .
 one 32-bit float channel each, lengths in world units; the header holds cell_size_x,
 cell_size_y, units and the run's metadata (needs: pip install OpenImageIO).
 
-exit codes: 0 done, 2 a problem with the input, parameters or output (one line on
-stderr says what to do; nothing is written), 130 interrupted (nothing written but the
-heightmap tiles already written, and a sweep's finished runs, which go to
-<output>.interrupted-<time> while the earlier sweep in <output> stays as it was).
+exit codes: 0 done, 2 a problem with the input, parameters or output, or a tile or
+sweep task that failed on every try (one line on stderr says what to do; nothing is
+written), 130 interrupted (nothing written but a
+sweep's finished runs, which go to <output>.interrupted-<time> while the earlier sweep
+in <output> stays as it was).
 """
 
 
@@ -85,6 +86,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted; nothing written (but a sweep keeps the runs it had finished, and "
-              "tile --heightmap-tiles the tiles it had written)", file=sys.stderr)
+        print("interrupted; nothing written (but a sweep keeps the runs it had finished)",
+              file=sys.stderr)
         return 130

@@ -41,13 +41,16 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..distributed.cluster import check_cluster_args, client
     from ..distributed.sweep import (
+        LOCK,
         SweepInterrupted,
         check_folder,
         check_sweep,
         expand_inputs,
         parse_seeds,
         sweep,
+        sweep_bytes,
     )
+    from ..fileio import output_lock
 
     # every argument before a cluster starts: one line and exit 2 for a mistake
     presets = [p.strip() for p in args.preset.split(",") if p.strip()]
@@ -58,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
     sets = arguments.overrides(args.set)
     check_sweep(presets, seeds, args.particles, sets)
     check_cluster_args(args.workers, args.scheduler, args.threads)
-    out = check_folder(args.output)
+    out = check_folder(args.output, sweep_bytes(inputs, presets, seeds))
     t0 = time.perf_counter()
-    try:
-        with client(workers=args.workers, scheduler=args.scheduler, threads=args.threads,
-                    quiet=args.quiet) as c:
+    try:  # one sweep per --output at a time: the lock file sweep.lock inside it
+        with output_lock(out, lock_path=out / LOCK), \
+                client(workers=args.workers, scheduler=args.scheduler,
+                       threads=args.threads, quiet=args.quiet) as c:
             rows = sweep(inputs, presets, seeds, out, c, cell_size=args.cell_size,
                          particles=args.particles, sets=sets, quiet=args.quiet)
     except SweepInterrupted as exc:

@@ -21,6 +21,11 @@ class ClusterError(UserError):
     """The scheduler cannot be reached, or dask is not installed."""
 
 
+class TaskFailed(ClusterError):
+    """A task failed on every try (its worker died each time, or it raised): the
+    message names the task and why; the run's earlier output is left as it was."""
+
+
 def _distributed():
     try:
         import distributed
@@ -123,22 +128,30 @@ def client(workers: int = 2, scheduler: str | None = None, threads: int = 1,
 
 def run_tasks(c: Any, fn: Callable[..., Any], items: Iterable[tuple], label: str,
               quiet: bool = False,
-              on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+              on_result: Callable[[int, Any], None] | None = None,
+              names: list[str] | None = None) -> list[Any]:
     """Submit ``fn(*item)`` for every item as one task each (pure: a re-run after a
     lost worker computes the same thing), print a progress line as each ends, and
     return the results in the order of ``items``. ``on_result(i, result)`` is called
     as item ``i`` ends (so a caller interrupted mid-way knows what finished); on any
-    exception (Ctrl+C) the tasks not yet finished are cancelled."""
+    exception (Ctrl+C) the tasks not yet finished are cancelled. A task that fails on
+    every try -- Dask gives up on it (KilledWorker) when its worker died each time it
+    ran it, or it raised each time -- ends the run with :class:`TaskFailed` naming it
+    (``names[i]``, else its label and number) and why."""
     distributed = _distributed()
     items = list(items)
-    futures = [c.submit(fn, *item, pure=False, retries=2) for item in items]
+    futures = [c.submit(fn, *item, pure=False, retries=RETRIES) for item in items]
     index = {f.key: i for i, f in enumerate(futures)}
     results: list[Any] = [None] * len(futures)
     done = 0
     try:
         for fut in distributed.as_completed(futures):
             i = index[fut.key]
-            results[i] = fut.result()
+            try:
+                results[i] = fut.result()
+            except Exception as exc:  # noqa: BLE001 - said in one line, not a traceback
+                what = names[i] if names else f"{label} task {i + 1} of {len(items)}"
+                raise TaskFailed(f"{what} failed: {task_failure(exc)}") from None
             if on_result is not None:
                 on_result(i, results[i])
             done += 1
@@ -150,3 +163,20 @@ def run_tasks(c: Any, fn: Callable[..., Any], items: Iterable[tuple], label: str
             c.cancel(futures)
         raise
     return results
+
+
+#: times Dask runs a task again after it raised (a lost worker's tasks are re-run as
+#: well, up to the scheduler's ``allowed-failures``)
+RETRIES = 2
+
+
+def task_failure(exc: BaseException) -> str:
+    """Why a task failed, in one line: a worker that died each time it ran the task
+    (Dask's KilledWorker), or what the task raised on its last try."""
+    if type(exc).__name__ == "KilledWorker":
+        return ("its worker process died each time it ran it (killed, or out of memory: "
+                "give the workers more memory, or run fewer --workers or smaller tiles)")
+    text = " ".join(str(exc).split()) or "no message"
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__} on every try ({RETRIES + 1}): {text}"

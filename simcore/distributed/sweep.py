@@ -15,7 +15,10 @@ others go on. Presets, particles and seeds are checked before a cluster starts
 The files are one set: written into a staging folder inside the output folder and
 swapped in for the earlier sweep's set (simcore/formats/staging.py) only when every
 run has ended and one succeeded; otherwise the earlier set is left as it was, and the
-runs finished before an interruption go to ``<output>.interrupted-<time>``.
+runs finished before an interruption go to ``<output>.interrupted-<time>``. A run whose
+worker dies on every try stops the sweep the same way (cluster.TaskFailed naming it).
+The command holds ``sweep.lock`` in the output folder while it runs (one sweep per
+folder) and refuses a disk without room for :func:`sweep_bytes` and a margin.
 
 Command-line only (dask): the Blender extension never imports this module.
 """
@@ -158,6 +161,8 @@ def table_csv(rows: list[dict[str, Any]]) -> bytes:
 
 
 TABLES = ("sweep.csv", "sweep.json")  # sweep.json last: the set's manifest
+#: held in the output folder while a sweep runs (fileio.output_lock): one at a time
+LOCK = "sweep.lock"
 PARTIAL_TABLES = ("sweep-partial.csv", "sweep-partial.json")
 
 
@@ -190,34 +195,51 @@ def check_sweep(presets: list[str], seeds: list[int], particles: int | None = No
                                       else {})})
 
 
-def check_folder(out_dir: str | Path) -> Path:
+def check_folder(out_dir: str | Path, estimate: int = 0) -> Path:
     """Create the output folder and make sure a file can be written in it (a read-only
-    folder is refused now, not after the runs)."""
-    from ..fileio import check_output
+    folder is refused now, not after the runs), and that its disk has room for
+    ``estimate`` bytes and a margin (fileio.space_margin; ResourceError)."""
+    from ..fileio import check_output, check_space, space_margin
 
     out = make_folder(out_dir, "--output")
     try:
         check_output(out / TABLES[-1])
     except UserError as exc:
         raise OutputPathError(f"--output: {exc}") from None
+    check_space(out, out, estimate, space_margin(estimate))
     return out
+
+
+#: bytes of a table row (sweep.csv and sweep.json), at most in practice
+ROW_BYTES = 4096
+
+
+def sweep_bytes(inputs: list[str], presets: list[str], seeds: list[int]) -> int:
+    """Upper estimate of a sweep's files: each run's state (formats.states.state_bytes,
+    with the most processes a preset enables) and preview (RGB, uncompressed) and its
+    table rows; an input whose grid cannot be read counts only its rows (its runs
+    fail)."""
+    from ..formats.presets import find_preset
+    from ..formats.states import grid_shape, state_bytes
+
+    most = max((len(find_preset(p).enabled_params()) for p in presets), default=0)
+    per_input = len(presets) * len(seeds)
+    total = 0
+    for path in inputs:
+        shape = grid_shape(path)
+        run = ROW_BYTES + (state_bytes(shape, most) + 3 * shape[0] * shape[1] + shape[0]
+                           if shape is not None else 0)
+        total += per_input * run
+    return total
 
 
 def earlier_set(out: Path) -> list[str]:
     """The files of the sweep already in ``out``: its table (manifest first) and the
     states and previews its sweep.json names (plain file names only)."""
-    names = list(reversed(TABLES))
-    try:
-        runs = json.loads((out / TABLES[-1]).read_text(encoding="utf-8")).get("runs", [])
-    except (OSError, ValueError, AttributeError):
-        runs = []
-    for row in runs if isinstance(runs, list) else []:
-        for key in ("state", "preview"):
-            name = row.get(key) if isinstance(row, dict) else None
-            if isinstance(name, str) and name and Path(name).name == name \
-                    and name not in (".", ".."):
-                names.append(name)
-    return list(dict.fromkeys(names))
+    from ..formats.staging import listed_names
+
+    return list(dict.fromkeys([*reversed(TABLES),
+                               *listed_names(out, TABLES[-1], "runs", ("state", "preview"))]))
 
 
 def _write_tables(folder: Path, rows: list[dict[str, Any]], names: tuple[str, str]) -> None:
@@ -268,7 +290,7 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
     before an interruption go to ``<output>.interrupted-<time>`` (SweepInterrupted
     says where)."""
     from ..formats.staging import Staging
-    from .cluster import run_tasks
+    from .cluster import TaskFailed, run_tasks
 
     out = check_folder(out_dir)
     combos = [(i, p, s) for i in inputs for p in presets for s in seeds]
@@ -282,9 +304,16 @@ def sweep(inputs: list[str], presets: list[str], seeds: list[int], out_dir: str 
                   dict(sets or {})) for k, (i, p, s) in enumerate(combos)]
         try:
             rows = run_tasks(client, run_one, items, "sweep", quiet=quiet,
-                             on_result=finished.__setitem__)
+                             on_result=finished.__setitem__,
+                             names=[f"run {k} ({i}, {p}, seed {s})"
+                                    for k, (i, p, s) in enumerate(combos)])
         except BaseException as exc:
             partial = _keep_partial(stage.path, out, finished)
+            if isinstance(exc, TaskFailed):  # one line: the run, why, where the rest is
+                kept = (f"the runs that had finished are in {partial}" if partial else
+                        "no run had finished")
+                raise TaskFailed(f"{exc}; the sweep stopped; {out} is as it was; {kept}"
+                                 ) from None
             if isinstance(exc, KeyboardInterrupt):
                 where = (f"the {sum(r['status'] == 'ok' for r in finished.values())} runs "
                          f"that had finished are in {partial}" if partial else

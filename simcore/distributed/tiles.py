@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OutputPathError, UserError
+from ..errors import OutputPathError, UserError, describe_os_error
 from ..fileio import make_folder
 from ..formats import images
 from ..kernels.sampling import centre_positions, sample_lattice
@@ -346,8 +346,13 @@ def _simulation(terrain, params: dict, seed: int, rounds: int, **window):
     return Simulation(terrain, params, seed=seed, particles=rounds * per_round, **window)
 
 
-#: terrain arrays in cell units (a coarse copy divides them by its factor)
-LENGTHS = ("bedrock", "sediment", "eroded", "deposited", "uplifted", "pool")
+def lengths() -> tuple[str, ...]:
+    """The terrain arrays in cell units (a coarse copy divides them by its factor), from
+    their descriptions (simcore/fields.py and the processes')."""
+    from ..terrain import fields
+    return tuple(n for n, f in fields().items() if f.is_length)
+
+
 #: arrays the coarse global stage changes by adding its (interpolated) change
 ADDED = ("bedrock", "sediment", "eroded", "deposited", "uplifted")
 #: arrays the coarse global stage sets (interpolated, never below zero)
@@ -385,7 +390,7 @@ def _global_coarse(root, params: dict, seed: int, rounds: int, f: int) -> None:
     src = root["work/input"]
     block = (math.ceil(plan.core[0] / f), math.ceil(plan.core[1] / f))
     small = {n: downsample_blocks(src[n], f, block) for n in fields()}
-    for n in LENGTHS:
+    for n in lengths():
         small[n] /= f  # cell units of the coarse grid
     t = Terrain(**small, cell_size=float(root.attrs["cell_size"]) * f,
                 rock=root.attrs.get("rock"))
@@ -919,9 +924,8 @@ def prepare_store(store: str | Path, terrain, preset, plan: Plan, rounds: int,
         "global": {n: p.to_dict() for n, p in glob.items()},
         "detail": {n: p.to_dict() for n, p in detail.items()},
         "arrays": arrays, "changes": changes,
-        "units": {**{n: ("cell" if n in ("bedrock", "sediment", "eroded", "deposited",
-                                         "uplifted", "pool") else "as in .npz")
-                     for n in arrays}, "height": "world",
+        "units": {**{n: ("cell" if n in lengths() else "as in .npz") for n in arrays},
+                  "height": "world",
                   **{f"change_{n}": "world" for n in changes}},
         "chunks": "one chunk per tile core: root[name][r0:r1, c0:c1] reads tile by tile",
     }
@@ -987,25 +991,58 @@ def check_output_store(store: str | Path) -> Path:
     return out
 
 
-def _replace_store(part: Path, out: Path) -> None:
-    """Move the complete store ``part`` to ``out``, replacing a previous result."""
-    old = None
-    if out.exists():
-        old = Path(tempfile.mkdtemp(prefix=out.name + ".old-", dir=out.parent))
-        os.replace(out, old)  # onto an empty folder: a rename
-    os.replace(part, out)
+def _replace_store(part: Path, out: Path, tiles: tuple[Path, str] | None = None) -> None:
+    """Move the complete store ``part`` to ``out``, replacing a previous result; with
+    ``tiles`` = (folder, format) its heightmap tile set replaces the earlier one in that
+    folder at the same time: the tiles are written into a staging folder first, and a
+    failure anywhere (a full disk at a tile) leaves the previous store and tile set as
+    they were (OutputPathError; ``part`` is left for the caller to remove)."""
+    import contextlib
+
+    from ..formats.staging import Staging
+    folder = make_folder(tiles[0], "--heightmap-tiles") if tiles is not None else None
+    with Staging(folder) if folder is not None else contextlib.nullcontext() as stage:
+        names = _write_tile_set(part, stage.path, tiles[1]) \
+            if stage is not None and tiles is not None else []
+        old = None
+        try:
+            if out.exists():
+                aside = Path(tempfile.mkdtemp(prefix=out.name + ".old-", dir=out.parent))
+                try:
+                    os.replace(out, aside)  # onto an empty folder: a rename
+                except OSError:
+                    aside.rmdir()
+                    raise
+                old = aside
+            os.replace(part, out)
+            try:
+                if stage is not None:
+                    stage.commit(names, earlier_tiles(stage.folder))
+            except BaseException:
+                os.replace(out, part)  # the new store back where it was made
+                raise
+        except BaseException as exc:
+            if old is not None:
+                os.replace(old, out)
+            if isinstance(exc, OSError):
+                raise OutputPathError(describe_os_error(exc, out)) from None
+            raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
 
 def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int] = (2, 2),
               margin: int | None = None, coarse: int = 1, quiet: bool = False,
-              keep_work: bool = False) -> dict:
+              keep_work: bool = False, heightmap_tiles: str | Path | None = None,
+              tile_format: str = "npy") -> dict:
     """Erode ``terrain`` in tiles (``tiles`` = (rows, columns)) on the dask ``client``;
     the result in the Zarr store ``store``. The run writes ``<store>.partial`` and
     renames it to ``store`` when it is complete: a run that fails or is interrupted
-    leaves a previous store as it was (and removes its partial one). Returns the
-    store's attributes plus the stages' seconds."""
+    leaves a previous store as it was (and removes its partial one). With
+    ``heightmap_tiles`` (a folder) the store's heightmap tiles (``tile_format``: npy or
+    png) replace those of the previous run there at the same time, or neither is
+    replaced (write_heightmap_tiles). Returns the store's attributes plus the stages'
+    seconds."""
     plan = make_plan(terrain.shape, tiles, margin)
     if coarse < 1 or coarse > min(terrain.shape) // 8:
         raise TileError(f"--coarse must be 1..{min(terrain.shape) // 8}, got {coarse}")
@@ -1025,7 +1062,8 @@ def run_world(terrain, preset, store: str | Path, client, tiles: tuple[int, int]
     try:
         info = _run_world(terrain, preset, str(part), client, plan, rounds, coarse, quiet,
                           keep_work)
-        _replace_store(part, out)
+        _replace_store(part, out, (Path(heightmap_tiles), tile_format)
+                       if heightmap_tiles is not None else None)
     except BaseException:
         shutil.rmtree(part, ignore_errors=True)
         raise
@@ -1050,13 +1088,16 @@ def _run_world(terrain, preset, store: str, client, plan: Plan, rounds: int, coa
     seconds = {"prepare": time.perf_counter() - t0}
     t = time.perf_counter()
     run_tasks(client, run_global, [(store, glob, int(preset.seed), rounds, coarse)],
-              "global", quiet)
+              "global", quiet, names=["the global stage (whole-map processes)"])
     seconds["global"] = time.perf_counter() - t
     t = time.perf_counter()
-    run_tasks(client, tile_task, [(store, i, j) for i, j in plan.ids()], "tiles", quiet)
+    where = [f"tile (row {i}, column {j})" for i, j in plan.ids()]
+    run_tasks(client, tile_task, [(store, i, j) for i, j in plan.ids()], "tiles", quiet,
+              names=where)
     seconds["tiles"] = time.perf_counter() - t
     t = time.perf_counter()
-    run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet)
+    run_tasks(client, run_blend, [(store, i, j) for i, j in plan.ids()], "blend", quiet,
+              names=[f"the blend of {w}" for w in where])
     seconds["blend"] = time.perf_counter() - t
     zarr = _zarr()
     root = zarr.open_group(store, mode="r+")
@@ -1087,15 +1128,39 @@ def load_world(store: str | Path):
 
 # -- heightmap tiles ------------------------------------------------------------------
 
+#: the tiles of a heightmap tile set (names listed in its tiles.json)
+TILE_NAME = r"tile_r\d+_c\d+\.(npy|png)"
+TILE_INDEX = "tiles.json"
+
+
 def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy") -> list[Path]:
     """Each tile core's heights (world units) as ``tile_r{i}_c{j}.npy``, or as 16-bit
-    gray PNG over the world's height range (``tiles.json`` says which range)."""
+    gray PNG over the world's height range (``tiles.json`` says which range). One set,
+    all or nothing: it replaces the earlier set in ``folder`` (``tiles.json`` and the
+    tiles it lists) only when complete (simcore/formats/staging.py)."""
+    from ..formats.staging import Staging
+    out = make_folder(folder, "--heightmap-tiles")
+    with Staging(out) as stage:
+        names = _write_tile_set(store, stage.path, fmt)
+        stage.commit(names, earlier_tiles(out))
+    return [out / n for n in names[:-1]]
+
+
+def earlier_tiles(folder: Path) -> list[str]:
+    """What a new heightmap tile set replaces in ``folder``: its ``tiles.json`` and the
+    tiles it lists."""
+    from ..formats.staging import listed_names
+    return listed_names(folder, TILE_INDEX, "tiles", ("file",), TILE_NAME)
+
+
+def _write_tile_set(store: str | Path, out: Path, fmt: str) -> list[str]:
+    """Write the tile set of ``store`` into the folder ``out``; the file names, the
+    index (``tiles.json``) last."""
     from ..fileio import atomic_write
     zarr = _zarr()
     root = zarr.open_group(str(store), mode="r")
     a = dict(root.attrs)
     plan = Plan.of(a)
-    out = make_folder(folder, "--heightmap-tiles")
     h = root["height"]
     lo = hi = None
     if fmt == "png":
@@ -1104,29 +1169,75 @@ def write_heightmap_tiles(store: str | Path, folder: str | Path, fmt: str = "npy
             (ra, rb), (ca, cb) = plan.cores(0)[i], plan.cores(1)[j]
             part = h[ra:rb, ca:cb]
             lo, hi = min(lo, float(part.min())), max(hi, float(part.max()))
-    files, index = [], []
+    index, names = [], []
     for i, j in plan.ids():
         (ra, rb), (ca, cb) = plan.cores(0)[i], plan.cores(1)[j]
         part = np.asarray(h[ra:rb, ca:cb])
         name = f"tile_r{i}_c{j}.{fmt}"
+        names.append(name)
         if fmt == "png":
             span = (hi - lo) or 1.0
             gray = np.round((part - lo) / span * 65535.0).astype(np.uint16)
             data = images.png_bytes(gray)
-            files.append(atomic_write(out / name, lambda f, d=data: f.write(d)))
+            atomic_write(out / name, lambda f, d=data: f.write(d))
         else:
-            files.append(atomic_write(out / name,
-                                      lambda f, p=part: np.lib.format.write_array(f, p)))
+            atomic_write(out / name, lambda f, p=part: np.lib.format.write_array(f, p))
         index.append({"file": name, "row": i, "col": j, "rows": [ra, rb], "cols": [ca, cb]})
     meta = {"cell_size": a["cell_size"], "shape": a["shape"], "tiles": index,
             "format": fmt, "units": "world units" if fmt == "npy" else
             "16-bit gray: height = low + gray / 65535 x (high - low)",
             "low": lo, "high": hi}
-    atomic_write(out / "tiles.json", lambda f: f.write(json.dumps(meta, indent=1).encode()))
-    return files
+    atomic_write(out / TILE_INDEX, lambda f: f.write(json.dumps(meta, indent=1).encode()))
+    return [*names, TILE_INDEX]
 
 
 # -- the command ----------------------------------------------------------------------
+
+def store_bytes(plan: Plan, preset, coarse: int = 1) -> int:
+    """Upper estimate of a run's store on disk at its fullest, as float64 arrays before
+    compression: the work arrays (the input, the global stage's result, the raw tiles
+    with their margins) and the result (every terrain array, each change, height)."""
+    from ..terrain import fields
+    enabled = preset.enabled_params()
+    n, changes, glob = len(fields()), len(enabled), len(map_processes(enabled))
+    cells = plan.shape[0] * plan.shape[1]
+    er, ec = plan.extent_size()
+    base = (n + glob) * cells // (coarse * coarse)
+    raw = plan.tiles[0] * plan.tiles[1] * er * ec * (n + changes)
+    return 8 * ((2 * n + changes + 1) * cells + base + raw) + 2**20
+
+
+def heightmap_tiles_bytes(plan: Plan, fmt: str = "npy") -> int:
+    """A heightmap tile set's size on disk: float64 .npy or 16-bit PNG (at most)."""
+    cells = plan.shape[0] * plan.shape[1]
+    return cells * (8 if fmt == "npy" else 2) + plan.tiles[0] * plan.tiles[1] * 2**10 \
+        + 2**16
+
+
+def check_tile_space(out: Path, tiles_folder: str | None, plan: Plan, preset,
+                     coarse: int = 1, fmt: str = "npy") -> None:
+    """Refuse a run whose store (and heightmap tiles) the disks would not hold: less
+    free space than the estimate (store_bytes, heightmap_tiles_bytes) plus a margin
+    (fileio.space_margin); ResourceError naming the flag, before a cluster starts."""
+    from ..fileio import check_space, space_margin
+    need = {out.parent: store_bytes(plan, preset, coarse)}
+    shown = {out.parent: out}
+    if tiles_folder:
+        folder = Path(tiles_folder)
+        size = heightmap_tiles_bytes(plan, fmt)
+        disk = next((k for k in need if _same_disk(k, folder)), folder)
+        need[disk] = need.get(disk, 0) + size
+        shown.setdefault(disk, folder)
+    for folder, size in need.items():
+        check_space(shown[folder], folder, size, space_margin(size))
+
+
+def _same_disk(a: Path, b: Path) -> bool:
+    try:
+        return os.stat(a).st_dev == os.stat(b).st_dev
+    except OSError:
+        return False
+
 
 def tile_start(path: str, preset, cell_size: float | None, out: Path):
     """The world a tiled run starts from: a Terrain, or a file read window by window.
@@ -1183,19 +1294,19 @@ def _tile_command(args, out: Path) -> int:
     preset = find_preset(args.preset).with_overrides(
         arguments.overrides(args.set, seed=args.seed, particles=args.particles))
     terrain = tile_start(args.input, preset, args.cell_size, out)
-    make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
+    plan = make_plan(terrain.shape, tiles, args.margin)  # checked before a cluster starts
     if args.heightmap_tiles:
         make_folder(args.heightmap_tiles, "--heightmap-tiles")
+    check_tile_space(out, args.heightmap_tiles, plan, preset, args.coarse, args.tile_format)
     t0 = time.perf_counter()
     try:
         with client(args.workers, args.scheduler, args.threads, args.quiet) as c:
             info = run_world(terrain, preset, out, c, tiles, args.margin, args.coarse,
-                             args.quiet)
+                             args.quiet, heightmap_tiles=args.heightmap_tiles,
+                             tile_format=args.tile_format)
     except BaseException:  # again once the cluster is closed: a task may have written
         shutil.rmtree(partial_path(out), ignore_errors=True)
         raise
-    if args.heightmap_tiles:
-        write_heightmap_tiles(out, args.heightmap_tiles, args.tile_format)
     if not args.quiet:
         s = info["seconds"]
         print(f"wrote {out} in {time.perf_counter() - t0:.1f}s (global {s['global']:.1f}s, "

@@ -25,6 +25,7 @@ used the same names and rules, so any version removes what another left.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -87,6 +88,27 @@ def remove_stale(folder: Path) -> None:
                 and _stale(match.group(1), int(match.group(2))) \
                 and not os.path.lexists(os.path.join(entry.path, KEEP)):
             shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def listed_names(folder: Path, manifest: str, rows: str, keys: tuple[str, ...],
+                 pattern: str | None = None) -> list[str]:
+    """What a new set replaces in ``folder``: the JSON ``manifest`` (first) and the
+    files its list ``rows`` names under ``keys`` -- plain file names only (matching
+    ``pattern`` when given), never a path out of the folder; an unreadable manifest
+    lists only itself."""
+    names = [manifest]
+    try:
+        found = json.loads((folder / manifest).read_text(encoding="utf-8")).get(rows, [])
+    except (OSError, ValueError, AttributeError):
+        found = []
+    for row in found if isinstance(found, list) else []:
+        for key in keys:
+            name = row.get(key) if isinstance(row, dict) else None
+            if isinstance(name, str) and name and Path(name).name == name \
+                    and "\\" not in name and name not in (".", "..") \
+                    and (pattern is None or re.fullmatch(pattern, name)):
+                names.append(name)
+    return list(dict.fromkeys(names))
 
 
 class Staging:

@@ -126,3 +126,150 @@ def test_material_renders_snow_above_the_line_and_rock_below(blender, tmp_path, 
     # snow (albedo 0.85) clips near 1 in the PNG; rock (0.2) renders at 0.35-0.45
     assert snow > 0.8 and snow > 1.6 * rock, (snow, rock)
     assert water < 0.8 * rock, (water, rock)  # Cycles: 0.5x (a third in linear light)
+
+
+# ------------------------------------------------------------------ simulated snow, ice
+
+def _links_into(tree, node):
+    """socket name of ``node`` -> the node linked into it."""
+    return {link.to_socket.identifier: link.from_node for link in tree.links
+            if link.to_node == node}
+
+
+def _snow_wiring(tree):
+    """The group's Snow Source mix and what feeds it: (mix, factor node, A node,
+    B node); the B side is traced back through the smoothstep to its Attribute node."""
+    m = te.features.material
+    mix = tree.nodes[m.SNOW_SOURCE]
+    into = _links_into(tree, mix)
+    return mix, into["Factor_Float"], into["A_Float"], into["B_Float"]
+
+
+def test_snow_comes_from_te_snow_when_the_mesh_has_it_else_from_the_snow_line(blender):
+    """Node tree, no render: te_snow -> smoothstep 0..Snow Depth -> the Snow Source
+    mix's B, the snow line's snow its A, Snow Depth Mix its factor, the mix into the
+    Snow output; Snow Depth Mix is 0 on a mesh without te_snow and 1 with it."""
+    m = te.features.material
+    obj = cone(n=16)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    node = m.group_node(obj.data.materials[0])
+    tree = node.node_tree
+    mix, factor, line, depth = _snow_wiring(tree)
+    assert mix.data_type == 'FLOAT'
+    assert factor.bl_idname == 'NodeGroupInput'
+    assert next(link.from_socket.name for link in tree.links
+                if link.to_socket.identifier == "Factor_Float" and link.to_node == mix) \
+        == "Snow Depth Mix"
+    assert depth.bl_idname == 'ShaderNodeMapRange' and depth.interpolation_type == 'SMOOTHSTEP'
+    assert depth.clamp and depth.inputs["From Min"].default_value == 0.0
+    attr = _links_into(tree, depth)["Value"]
+    assert attr.bl_idname == 'ShaderNodeAttribute' and attr.attribute_name == "te_snow"
+    assert attr.attribute_type == 'GEOMETRY'
+    assert _links_into(tree, _links_into(tree, depth)["From Max"])  # max(Snow Depth, tiny)
+    assert line.bl_idname == 'ShaderNodeMath'  # the snow line's snow, masked
+    out = next(n for n in tree.nodes if n.bl_idname == 'NodeGroupOutput')
+    assert any(link.from_node == mix and link.to_node == out and link.to_socket.name == "Snow"
+               for link in tree.links)
+    # the ice: te_ice -> smoothstep -> a colour mix into Ice Color
+    ice = next(n for n in tree.nodes if n.bl_idname == 'ShaderNodeAttribute'
+               and n.attribute_name == "te_ice")
+    assert any(link.from_node == ice for link in tree.links)
+    # no te_snow: the snow line; Snow Depth and Ice Depth set from the real size
+    assert node.inputs["Snow Depth Mix"].default_value == 0.0
+    g = te.data.grid.detect_grid(obj.data)
+    scale = obj.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
+    assert node.inputs["Snow Depth"].default_value == pytest.approx(scale.local_height(0.3))
+    assert node.inputs["Ice Depth"].default_value == pytest.approx(scale.local_height(0.5))
+    # te_snow on the mesh: the simulated snow (applying again, or any run or Reset)
+    te.data.grid.write_float_layer(obj.data, "te_snow", g, np.full((16, 16), 0.01))
+    node.inputs["Snow Depth"].default_value = 0.25  # the artist's value is kept
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert node.inputs["Snow Depth Mix"].default_value == 1.0
+    assert node.inputs["Snow Depth"].default_value == pytest.approx(0.25)
+    obj.data.attributes.remove(obj.data.attributes["te_snow"])
+    te.data.job.layers_changed(obj)
+    assert node.inputs["Snow Depth Mix"].default_value == 0.0
+
+
+def test_a_run_and_reset_keep_the_snow_source_in_step(blender):
+    """After Erode (the mesh keeps a te_snow layer) the material shows the simulated
+    snow; Reset removes the layers and the material goes back to the snow line."""
+    m = te.features.material
+    obj = add_grid(bpy, n=16, name="Run")
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    node = m.group_node(obj.data.materials[0])
+    g = te.data.grid.detect_grid(obj.data)
+    te.data.grid.write_float_layer(obj.data, "te_snow", g, np.zeros((16, 16)))
+    obj.terrain_erosion.particles = 200
+    assert bpy.ops.terrain.erode() == {'FINISHED'}
+    assert node.inputs["Snow Depth Mix"].default_value == 1.0
+    assert bpy.ops.terrain.reset() == {'FINISHED'}
+    assert "te_snow" not in obj.data.attributes
+    assert node.inputs["Snow Depth Mix"].default_value == 0.0
+
+
+@pytest.mark.parametrize("how", ["version 1", "unmarked, before rock layers"])
+def test_a_group_of_an_older_version_is_brought_up_to_date(blender, how):
+    """A group saved by an earlier version (marked 1, or unmarked and named like ours
+    with the inputs of then) is made again with the snow and ice inputs, the artist's
+    input values kept; the artist's own group of the same inputs but another name is
+    not ours."""
+    m = te.features.material
+    obj = cone(n=8)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    tree = m.surface_group()
+    drop = {"Snow Depth Mix", "Snow Depth", "Ice Color", "Ice Depth"}
+    if how != "version 1":
+        drop |= {"Layer Color", "Layer Mix"}
+        del tree[m.MARK]
+    else:
+        tree[m.MARK] = 1
+    for item in list(tree.interface.items_tree):
+        if item.item_type == 'SOCKET' and item.name in drop:
+            tree.interface.remove(item)
+    tree.nodes.remove(tree.nodes[m.SNOW_SOURCE])
+    node = m.group_node(obj.data.materials[0])
+    assert node is not None and "Snow Depth" not in node.inputs
+    node.inputs["Snow Line"].default_value = 0.321
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    assert m.surface_group() == tree and tree[m.MARK] == m.VERSION
+    assert m.SNOW_SOURCE in tree.nodes
+    assert node.inputs["Snow Line"].default_value == pytest.approx(0.321)
+    assert node.inputs["Snow Depth"].default_value > 0
+    # a group of a newer version with every input is left alone
+    tree[m.MARK] = m.VERSION + 1
+    marker = tree.nodes.new("ShaderNodeValue")
+    m.up_to_date(tree)
+    assert marker.name in tree.nodes and tree[m.MARK] == m.VERSION + 1
+
+
+def test_material_renders_simulated_snow_and_ice(blender, tmp_path):
+    """Cycles, 32 px, a flat grid: snow (te_snow 0.5 m) on the west half shows white, ice
+    (te_ice) on the east half's north shows bluish, bare ground dark -- whatever the
+    snow line says."""
+    m = te.features.material
+    obj = add_grid(bpy, n=16, relief=0.0, name="Flat")
+    bpy.context.view_layer.objects.active = obj
+    g = te.data.grid.detect_grid(obj.data)
+    scale = obj.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
+    r, c = np.mgrid[0:g.rows, 0:g.cols]
+    snow = np.where(c < g.cols // 2 - 1, scale.local_height(0.5), 0.0)
+    ice = np.where((c > g.cols // 2) & (r > g.rows // 2), scale.local_height(5.0), 0.0)
+    te.data.grid.write_float_layer(obj.data, "te_snow", g, snow)
+    te.data.grid.write_float_layer(obj.data, "te_ice", g, ice)
+    assert bpy.ops.terrain.apply_material() == {'FINISHED'}
+    node = m.group_node(obj.data.materials[0])
+    node.inputs["Snow Line"].default_value = 1e6  # the line would give no snow anywhere
+    node.inputs["Variation"].default_value = 0.0
+    top_view(bpy)
+    bpy.context.active_object.data.energy = 1.0  # the sun: ice's blue does not clip
+    px = render_pixels(bpy, te, "CYCLES", tmp_path / "snow.png", 32, plain_srgb=True)[..., :3]
+    h, w = px.shape[:2]
+    west = px[:, : w // 2 - 4].mean((0, 1))
+    ice_px = px[h // 2 + 4:, w // 2 + 4:].mean((0, 1))  # Blender's pixel row 0: -Y (south)
+    bare = px[: h // 2 - 4, w // 2 + 4:].mean((0, 1))
+    assert west.mean() > 0.75 and west.mean() > 2 * bare.mean(), (west, bare)
+    assert ice_px[2] > ice_px[0] + 0.05 and ice_px.mean() > 1.5 * bare.mean(), (ice_px, bare)

@@ -113,7 +113,7 @@ def _hashes(folder):
 def _serial_tasks(stop_after=None):
     """run_tasks without dask: the tasks in order in this process; Ctrl+C (a
     KeyboardInterrupt) once ``stop_after`` of them have ended."""
-    def run_tasks(c, fn, items, label, quiet=False, on_result=None):
+    def run_tasks(c, fn, items, label, quiet=False, on_result=None, **kw):
         results = []
         for i, item in enumerate(items):
             if i == stop_after:
@@ -308,3 +308,212 @@ def test_a_stale_tile_lock_is_taken_over_and_removed_at_the_end(tmp_path):
             with output_lock(tmp_path / "w.zarr"):
                 pass
     assert sorted(os.listdir(tmp_path)) == []
+
+
+# -- tile --heightmap-tiles: the store and the tile set replaced together -------------
+
+def _tile_argv(tmp_path, seed):
+    return ["tile", "--input", str(tmp_path / "w.npy"), "--cell-size", "10", "--tiles",
+            "2", "--preset", "droplets_only", "--particles", "400", "--seed", str(seed),
+            "--output", str(tmp_path / "w.zarr"), "--heightmap-tiles",
+            str(tmp_path / "ht"), "--quiet"]
+
+
+@pytest.fixture
+def tiled(tmp_path, monkeypatch):
+    """A 64x64 world run in 2x2 tiles in this process (no dask), its store and
+    heightmap tiles written; their hashes."""
+    pytest.importorskip("zarr")
+    from simcore.cli.main import main
+    from simcore.distributed import cluster
+    from simcore.generators.noise import fractal_terrain
+    np.save(tmp_path / "w.npy", fractal_terrain(64, seed=3) * 40.0)
+    monkeypatch.setattr(cluster, "run_tasks", _serial_tasks())
+    monkeypatch.setattr(cluster, "client", lambda *a, **kw:
+                        __import__("contextlib").nullcontext())
+    assert main(_tile_argv(tmp_path, 1)) == 0
+    before = {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")}
+    assert len(before["ht"]) == 5  # 4 tiles and tiles.json
+    return before
+
+
+def test_a_full_disk_at_a_heightmap_tile_leaves_the_store_and_the_tiles_as_they_were(
+        tiled, tmp_path, monkeypatch, capsys):
+    import errno
+
+    from simcore import fileio
+    from simcore.cli.main import main
+    real = fileio._file_for
+    opened = []
+
+    class Full:  # the third tile's file: the disk fills while it is written
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+    def file_for(fd):
+        opened.append(fd)
+        f = real(fd)
+        return Full(f) if len(opened) == 3 else f
+
+    monkeypatch.setattr(fileio, "_file_for", file_for)
+    capsys.readouterr()
+    code = main(_tile_argv(tmp_path, 2))
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "No space left" in err, err
+    assert {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")} == tiled
+    assert sorted(os.listdir(tmp_path)) == ["ht", "w.npy", "w.zarr"]  # nothing beside
+    assert sorted(os.listdir(tmp_path / "ht")) == sorted(tiled["ht"])
+
+
+def test_a_tile_run_replaces_the_store_and_the_tiles_together(tiled, tmp_path):
+    from simcore.cli.main import main
+    assert main(_tile_argv(tmp_path, 2)) == 0
+    after = {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")}
+    assert after["ht"] != tiled["ht"] and after["w.zarr"] != tiled["w.zarr"]
+    assert sorted(after["ht"]) == sorted(tiled["ht"])
+    import zarr
+    whole = zarr.open_group(str(tmp_path / "w.zarr"), mode="r")["height"][...]
+    np.testing.assert_array_equal(np.load(tmp_path / "ht" / "tile_r1_c0.npy"),
+                                  whole[32:, :32])
+
+
+# -- free space for the estimate, checked before a cluster ----------------------------
+
+def _disk_with(monkeypatch, free):
+    import shutil
+    from types import SimpleNamespace
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: SimpleNamespace(
+        total=10**12, used=10**12 - free, free=free))
+
+
+@pytest.mark.parametrize("command", ["sweep", "tile"])
+def test_a_disk_without_room_for_the_estimate_is_refused_before_a_cluster(
+        earlier, tmp_path, monkeypatch, capsys, command):
+    from simcore.cli.main import main
+    from simcore.fileio import SPACE_MARGIN
+    out, maps = earlier
+    before = _hashes(out)
+    listed = sorted(os.listdir(tmp_path))
+    # the margin alone fits: the estimate of this small run does not fit beside it
+    _disk_with(monkeypatch, SPACE_MARGIN + 1000)
+    if command == "sweep":
+        argv = ["sweep", "--preset", "droplets_only", "--seed", "1..2", "--input",
+                str(maps[1]), "--cell-size", "10", "--output", str(out)]
+    else:
+        pytest.importorskip("zarr")
+        np.save(tmp_path / "w.npy", np.zeros((64, 64)))
+        listed = sorted(os.listdir(tmp_path))
+        argv = ["tile", "--input", str(tmp_path / "w.npy"), "--tiles", "2", "--output",
+                str(tmp_path / "w.zarr"), "--heightmap-tiles", str(tmp_path / "ht")]
+    assert main(argv) == 2
+    err = _one_line(capsys)
+    assert "it needs about" in err and "to spare but only" in err and "free" in err, err
+    assert _hashes(out) == before
+    assert sorted(os.listdir(tmp_path)) == sorted(listed + (["ht"] if command == "tile"
+                                                            else []))  # no store, no lock
+
+
+# -- a task whose worker dies on every try ends the run, naming it --------------------
+
+@pytest.fixture
+def fragile():
+    """Dask gives up on a task the first time its worker dies while running it
+    (allowed-failures 0: the scheduler runs in this process), so a task that kills its
+    worker ends the run at once, as one that kills it on every try ends it later."""
+    pytest.importorskip("distributed")
+    import dask
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        yield
+
+
+def test_a_tile_whose_worker_dies_on_every_try_ends_the_run_naming_it(
+        tiled, fragile, tmp_path, monkeypatch, capsys):
+    from simcore.cli.main import main
+    from simcore.distributed import tiles
+    monkeypatch.undo()  # the real dask from here: a local cluster of one worker process
+
+    def die(*args):  # the worker process ends as a killed or out-of-memory one does
+        os._exit(3)
+
+    monkeypatch.setattr(tiles, "run_blend", die)  # sent to the worker by value
+    listed = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    code = main([*_tile_argv(tmp_path, 2), "--workers", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "the blend of tile (row " in err and "worker process died" in err, err
+    assert {k: _hashes(tmp_path / k) for k in ("w.zarr", "ht")} == tiled
+    assert sorted(os.listdir(tmp_path)) == listed  # no .partial, no lock
+
+
+def test_a_sweep_run_whose_worker_dies_on_every_try_ends_the_sweep_naming_it(
+        earlier, fragile, monkeypatch, capsys):
+    from simcore.cli.main import main
+    from simcore.distributed import sweep as sweeps
+    out, maps = earlier
+    before = _hashes(out)
+    monkeypatch.undo()
+
+    def die_in_second(index, *args):
+        if index == 1:
+            os._exit(3)
+        from simcore.distributed.sweep import run_one
+        return run_one(index, *args)
+
+    monkeypatch.setattr(sweeps, "run_one", die_in_second)
+    code = main(["sweep", "--preset", "droplets_only", "--seed", "7..8", "--input",
+                 str(maps[1]), "--cell-size", "10", "--particles", "60", "--output",
+                 str(out), "--workers", "1", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "run 1 (" in err and "seed 8)" in err and "worker process died" in err, err
+    assert f"{out} is as it was" in err
+    assert _hashes(out) == before and sorted(os.listdir(out)) == sorted(before)
+
+
+# -- one sweep per --output at a time -------------------------------------------------
+
+def test_a_second_sweep_to_the_same_output_is_refused_naming_the_first(earlier, capsys):
+    from simcore.cli.main import main
+    out, maps = earlier
+    before = _hashes(out)
+    lock = out / "sweep.lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(f"{other.pid} {__import__('socket').gethostname()}\n")
+        code = main(["sweep", "--preset", "droplets_only", "--seed", "3", "--input",
+                     str(maps[1]), "--cell-size", "10", "--particles", "60", "--output",
+                     str(out)])
+        err = _one_line(capsys)
+        assert code == 2 and f"another run (pid {other.pid} on " in err, err
+        assert str(lock) in err, err
+        lock.unlink()  # its lock was left alone
+        assert _hashes(out) == before
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_tile_set_replaces_only_the_tiles_its_index_lists(tmp_path):
+    from simcore.distributed.tiles import earlier_tiles
+    (tmp_path / "tiles.json").write_text(json.dumps({"tiles": [
+        {"file": "tile_r0_c0.npy"}, {"file": "../w.npy"}, {"file": "notes.txt"},
+        {"file": "tile_r1_c0.png"}, "junk"]}))
+    assert earlier_tiles(tmp_path) == ["tiles.json", "tile_r0_c0.npy", "tile_r1_c0.png"]
+    (tmp_path / "tiles.json").write_text("{not json")
+    assert earlier_tiles(tmp_path) == ["tiles.json"]

@@ -138,7 +138,7 @@ def test_a_failed_run_leaves_the_previous_store_as_it_was(world, monkeypatch, tm
                     if p.is_file())
     seen = []
 
-    def interrupted(client, fn, items, label, quiet=False):
+    def interrupted(client, fn, items, label, quiet=False, **kw):
         root = zarr.open_group(str(items[0][0]), mode="r")
         assert "trees" in root["work"]  # made before tasks add to it at once (no race)
         seen.append(root.attrs["format"])
