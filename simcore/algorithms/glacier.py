@@ -319,7 +319,7 @@ def sliding_speed(slide_sum, face_sum, dx, speed):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def carry_debris(surface, load, flux_sum, melt_sum, h, laid):
+def carry_debris(surface, ground, load, flux_sum, melt_sum, h, cap, laid):
     """Carry the rock the ice took (``load``, any volume unit per cell) with the ice
     and lay it where the ice melts: cells are visited from the highest ice surface
     down; each keeps the share of what it holds that its melt is of its melt plus its
@@ -327,8 +327,11 @@ def carry_debris(surface, load, flux_sum, melt_sum, h, laid):
     proportion to their flux; a cell that ends without ice, or sends nothing on, keeps
     all. Away from the ice's margins (a cell whose four neighbours all hold ice) only
     ``LODGED`` of that share is laid (till under the ice); at the margins all of it
-    (the front's and the sides' moraines). What reaches the map's edge leaves it. ``laid`` gets what each cell keeps;
-    returns what left the map."""
+    (the front's and the sides' moraines). A cell holds at most ``cap``: meltwater
+    carries the rest down the ``ground`` (to the lowest of the eight neighbours, each
+    cell on the way filling up to its cap, a closed hollow keeping all: outwash plains
+    and proglacial lakes). What reaches the map's edge leaves it. ``laid`` gets what
+    each cell keeps; returns what left the map."""
     rows, cols = h.shape
     order = np.argsort(-surface.ravel(), kind="mergesort")
     carried = load.copy()
@@ -369,4 +372,24 @@ def carry_debris(surface, load, flux_sum, melt_sum, h, laid):
         carried[i, j - 1] += rest * west / out
         carried[i + 1, j] += rest * south / out
         carried[i - 1, j] += rest * north / out
+    # meltwater: what a cell cannot hold runs down the ground
+    order = np.argsort(-ground.ravel(), kind="mergesort")
+    for idx in order:
+        i, j = idx // cols, idx % cols
+        extra = laid[i, j] - cap[i, j]
+        if extra <= 0.0:
+            continue
+        if i == 0 or j == 0 or i == rows - 1 or j == cols - 1:
+            laid[i, j] = cap[i, j]
+            gone += extra
+            continue
+        low, li, lj = ground[i, j], -1, -1
+        for di in range(-1, 2):
+            for dj in range(-1, 2):
+                if ground[i + di, j + dj] < low:
+                    low, li, lj = ground[i + di, j + dj], i + di, j + dj
+        if li < 0:
+            continue  # a closed hollow keeps it all
+        laid[i, j] = cap[i, j]
+        laid[li, lj] += extra
     return gone

@@ -51,6 +51,11 @@ FIRN_TO_ICE = 0.5
 STEP_CHANGE = 10.0
 #: and never exceeds this (years)
 MAX_SOLVER_STEP = 10.0
+#: the most a cell's ground rises a year under the debris the ice lays (m/yr): what
+#: more reaches it runs on with the meltwater
+MORAINE_RATE = 0.01
+#: the most driving stress the erosion counts, in units of 100 kPa
+MAX_STRESS = 2.0
 #: bed slopes against the flow steeper than this x the ice surface slope do not erode
 ADVERSE = 1.5
 #: how far above the summits the equilibrium line ends a retreat (m)
@@ -262,14 +267,18 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
     taken_total = laid_total = gone = 0.0
     if params.erosion > 0.0 and slide > 0.0 and flow_years > 0.0:
         speed_c = glacier.sliding_speed(slide_sum, face_sum, dx, np.zeros_like(h_c))
+        # beds bear at most about 200 kPa (50-150 kPa under most glaciers): faster
+        # sliding, where the shallow-ice approximation fails on steep walls, counts as
+        # that stress's
+        np.minimum(speed_c, params.sliding * MAX_STRESS ** 3, out=speed_c)
         # the edge cells only pass the ice out of the map: no bed of theirs is known
         speed_c[0, :] = speed_c[-1, :] = 0.0
         speed_c[:, 0] = speed_c[:, -1] = 0.0
         speed = _interpolate(speed_c, ground.shape, f)
-        under = _interpolate((thick_sum > 0.0).astype(float), ground.shape, f) > 0.0
-        under &= ~_adverse(_interpolate(bed_c + h_c, ground.shape, f), ground, cell)
-        dig = np.where(under, params.erosion * speed ** params.erosion_exponent * years,
-                       0.0) / cell
+        # the share of the flow cells around with ice: no step at the ice's edge
+        under = _interpolate((thick_sum > 0.0).astype(float), ground.shape, f)
+        under[_adverse(_interpolate(bed_c + h_c, ground.shape, f), ground, cell)] = 0.0
+        dig = under * (params.erosion * speed ** params.erosion_exponent * years / cell)
         flat = terrain.bedrock.reshape(-1)
         taken = np.zeros(flat.size)
         _erode(dig.reshape(-1), height.reshape(-1), flat, terrain.sediment.reshape(-1),
@@ -279,10 +288,13 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         counts = _block_counts(ground.shape, f)
         load = _coarse(taken.reshape(ground.shape), f) * counts  # cell units x cells
         laid_c = np.zeros_like(h_c)
-        gone = glacier.carry_debris(bed_c + h_c, load, flux_sum, melt_sum, h_c, laid_c)
+        cap = MORAINE_RATE * years / cell * counts  # cell units x cells
+        gone = glacier.carry_debris(bed_c + h_c, bed_c, load, flux_sum, melt_sum, h_c,
+                                    cap, laid_c)
         # smoothly across the blocks: the amounts per cell interpolated, scaled to
         # what was laid
-        per_cell = _spread(laid_c, _interpolate(laid_c / counts, ground.shape, f), f)
+        per_cell = _spread(laid_c, _smooth(_interpolate(laid_c / counts, ground.shape, f),
+                                           f), f)
         _lay(np.ascontiguousarray(per_cell).reshape(-1), height.reshape(-1), flat,
              terrain.sediment.reshape(-1), terrain.deposited.reshape(-1))
         laid_total = float(per_cell.sum())
@@ -295,6 +307,24 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
             "laid": laid_total * vol, "debris_out": gone * vol,
             "steps": books[glacier.STEPS], "smallest": books[glacier.SMALLEST],
             "largest": books[glacier.LARGEST], "last_step": last, "ela": ela}
+
+
+def _smooth(grid: np.ndarray, f: int) -> np.ndarray:
+    """Two box filters ``f`` cells wide along each axis (a smooth bump of about two
+    flow cells); the edges repeat."""
+    if f == 1:
+        return grid
+    out = grid
+    for axis in (0, 1):
+        for _ in range(2):
+            pad = [(0, 0), (0, 0)]
+            pad[axis] = (f // 2 + 1, f - f // 2)
+            c = np.cumsum(np.pad(out, pad, mode="edge"), axis=axis)
+            n = out.shape[axis]  # cell i sums the padded cells i+1 .. i+f
+            hi = np.take(c, np.arange(f, f + n), axis=axis)
+            lo = np.take(c, np.arange(n), axis=axis)
+            out = (hi - lo) / f
+    return out
 
 
 def _adverse(surface: np.ndarray, bed: np.ndarray, cell: float) -> np.ndarray:
