@@ -39,7 +39,7 @@ from numba import njit
 from ..algorithms import glacier
 from ..fields import Field
 from ..kernels.primitives import exchange, put_at
-from ..params import Params, param
+from ..params import ParameterError, Params, param
 from ..process import Process
 from ..terrain import Terrain
 
@@ -238,12 +238,9 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
     f = flow_factor(params, cell)
     ground = height * cell
     ice = terrain.ice * cell
-    snow = terrain.__dict__["_arrays"].get("snow")
-    if snow is not None and params.firn_depth >= 0.0:
-        firn = np.maximum(snow * cell - params.firn_depth, 0.0)
-        if firn.any():
-            snow -= firn / cell
-            ice += firn * FIRN_TO_ICE
+    # old snow (firn) deeper than firn_depth becomes ice
+    firn = np.maximum(terrain.snow * cell - params.firn_depth, 0.0)
+    ice += firn * FIRN_TO_ICE
     bed_c = _coarse(ground, f)
     h_c = _coarse(ice, f)
     rain = terrain.rain
@@ -264,6 +261,12 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
                            params.balance_gradient, params.max_accumulation, deform, slide,
                            MAX_SOLVER_STEP, STEP_CHANGE, first_step, flux_sum, slide_sum,
                            face_sum, thick_sum, melt_sum, books)
+    if not (np.isfinite(h_c).all() and np.isfinite(last)):
+        # the terrain is untouched: the flow ran on copies
+        raise ParameterError(
+            "ice: the ice flow broke down on this ground (thickness not finite); lower "
+            "'sliding' or 'acceleration', or raise 'flow_cell'")
+    terrain.snow -= firn / cell
     taken_total = laid_total = gone = 0.0
     if params.erosion > 0.0 and slide > 0.0 and flow_years > 0.0:
         speed_c = glacier.sliding_speed(slide_sum, face_sum, dx, np.zeros_like(h_c))
@@ -374,7 +377,7 @@ PROCESS = Process(
     "approximation and grinds its bed where it slides: U-shaped troughs, cirques, "
     "overdeepened basins, hanging valleys and moraines (docs/ice.md)",
     order=6, stream=STREAM_ID,
-    reads=("bedrock", "sediment", "erodibility", "rain", "ice"),
-    writes=("bedrock", "sediment", "eroded", "deposited", "ice"),
+    reads=("bedrock", "sediment", "erodibility", "rain", "ice", "snow"),
+    writes=("bedrock", "sediment", "eroded", "deposited", "ice", "snow"),
     fields=(Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice"),),
     passes=steps, advice=advice, bytes_per_cell=64, reach="map")

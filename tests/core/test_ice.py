@@ -180,3 +180,20 @@ def test_absurd_parameters_are_refused_with_their_range(key, value):
 def test_centimetre_cells_are_told_their_real_size_matters():
     assert ice.advice(ice.IceParams(), 0.05) is not None
     assert ice.advice(ice.IceParams(), 30.0) is None
+
+
+def test_old_snow_deeper_than_the_firn_depth_becomes_ice():
+    t = valley(32)
+    t.snow[...] = 30.0 / t.cell_size  # 30 m of snow everywhere
+    p = ice.IceParams(age=10.0, time_step=10.0, ela=2500.0, firn_depth=10.0,
+                      erosion=0.0, flow_cell=0.0)
+    height = t.height()
+    books = ice.glaciate(t, p, 0, 10.0, height)
+    assert np.allclose(t.snow * t.cell_size, 10.0)
+    # 20 m of firn made 10 m of ice; the climate and the edges changed it by what the
+    # books say
+    made = 20.0 * ice.FIRN_TO_ICE * t.snow.size * t.cell_size ** 2
+    left = t.ice.sum() * t.cell_size ** 3
+    assert left > 0.5 * made
+    assert left == pytest.approx(made + books["gained"] - books["melted"] - books["out"],
+                                 rel=1e-9)
