@@ -10,11 +10,12 @@ the check runs and drops out of the slope):
 ============  ============  =========================================================
 part          bytes / cell  what
 ============  ============  =========================================================
-base               158      the 14 terrain arrays (112), the ground height a round
-                            keeps up to date (8), the rain start weights (8), the
-                            loaded heightmap and the conversions at the start and
-                            at the save (about 22); measured 149.0-149.4 before
-                            the ground before each process (8) was added
+base               182      the terrain arrays (8 each: 17, 136), the ground height a
+                            round keeps up to date (8), the rain start weights (8),
+                            the loaded heightmap and the conversions at the start
+                            and at the save (about 22), the ground before each
+                            process (8); measured 149.0-149.4 with 14 arrays and
+                            without the ground before each process
 each process        +8      how much it moved the ground (``Terrain.changes``)
 landscape          +92      drainage: receivers, stack, areas, pit routing, the
                             implicit solver's rows; measured +90-93
@@ -37,12 +38,17 @@ thermal            +63      kept for the whole run (simcore/kernels/scratch.py):
                             measured 226 at 1024² and 231 at 2048² before the
                             critical slopes (+11) were kept
 wind                +2      the particle track map; measured 0
+ice               +113      the pass's grids on the terrain's cells (ground, ice,
+                            firn, sliding speed, erosion, debris); peak measured
+                            with tracemalloc at 1024² (the flow grid is small)
+snow               +42      the pass's scratch grids; peak measured with tracemalloc
+                            at 1024²
 droplets, trees      0      work per particle, not per cell
 ============  ============  =========================================================
 
-So the default preset (droplets, hydrology, thermal, trees) is estimated at 285 bytes a
+So the default preset (droplets, hydrology, thermal, trees) is estimated at 309 bytes a
 cell (measured 215-229 at 512² and 1024² with the multigrid, before thermal kept its
-critical slopes): 1.2 GB at 2048², 4.8 GB at 4096². A host adds its own
+critical slopes and with two terrain arrays fewer): 1.3 GB at 2048², 5.2 GB at 4096². A host adds its own
 copies per cell (``extra_per_cell``): Blender's add-on about 270 more for the default
 preset's layers, trees and water (addon/data/writeback.py bytes_per_vertex; a live run
 measured 372-386 bytes a vertex in all, estimated 454).
@@ -55,11 +61,12 @@ from collections.abc import Iterable
 
 from .. import fileio
 from ..errors import ResourceError
-from ..processes import PROCESSES
+from ..processes import FIELDS, PROCESSES
 
-#: bytes per cell every run needs (the terrain and what the simulation keeps, with the
-#: ground before the running process: 8)
-BASE_BYTES_PER_CELL = 158
+#: bytes per cell every run needs: the terrain's arrays (8 each) and what the simulation
+#: keeps (the ground, the rain weights, the conversions, the ground before the running
+#: process: 46)
+BASE_BYTES_PER_CELL = 8 * len(FIELDS) + 46
 #: bytes per cell for each enabled process: how much it moved the ground (a float64)
 CHANGE_BYTES_PER_CELL = 8
 #: bytes per cell each process adds while it works (its descriptor's ``bytes_per_cell``)

@@ -380,4 +380,4 @@ PROCESS = Process(
     reads=("bedrock", "sediment", "erodibility", "rain", "ice", "snow"),
     writes=("bedrock", "sediment", "eroded", "deposited", "ice", "snow"),
     fields=(Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice"),),
-    passes=steps, advice=advice, bytes_per_cell=64, reach="map")
+    passes=steps, advice=advice, bytes_per_cell=113, reach="map")

@@ -33,24 +33,24 @@ def test_the_estimate_grows_with_the_grid_and_the_processes():
     # the measured figures of memory.py's table, now declared by each descriptor
     assert memory.PROCESS_BYTES_PER_CELL == {
         "landscape": 92, "droplets": 0, "snowball": 48, "wind": 2, "hydrology": 32,
-        "thermal": 63, "trees": 0}
-    assert memory.bytes_per_cell(default) == 285, "the default preset, as documented"
+        "thermal": 63, "trees": 0, "ice": 113, "snow": 42}
+    assert memory.bytes_per_cell(default) == 309, "the default preset, as documented"
 
 
 def test_a_run_that_does_not_fit_says_what_it_needs_what_is_free_and_what_to_do():
     processes = ["droplets", "thermal"]
-    need = memory.run_bytes(2048 * 2048, processes)
+    need = memory.run_bytes(1800 * 1800, processes)  # under a GB: said in MB
     with pytest.raises(ResourceError) as err:
-        memory.check_run(2048 * 2048, processes, "eroding a 2048x2048 grid",
+        memory.check_run(1800 * 1800, processes, "eroding a 1800x1800 grid",
                          available=need // 4)
     text = str(err.value)
-    assert text.startswith("eroding a 2048x2048 grid with droplets, thermal needs about ")
+    assert text.startswith("eroding a 1800x1800 grid with droplets, thermal needs about ")
     assert f"{need / 2**20:,.1f} MB of memory but only {need / 4 / 2**20:,.1f} MB" in text
     side = int(text.split("a grid of about ")[1].split("x")[0])
     assert memory.run_bytes(side * side, processes) <= need // 4 < memory.run_bytes(
         (side + 1) ** 2, processes), "the grid it suggests fits, one cell more does not"
     assert "close other programs" in text
-    memory.check_run(2048 * 2048, processes, "eroding", available=need)  # just fits
+    memory.check_run(1800 * 1800, processes, "eroding", available=need)  # just fits
 
 
 def test_the_available_memory_can_be_overridden_and_unknown_skips_the_check(monkeypatch):
