@@ -153,7 +153,7 @@ def _fine_positions(n: int, f: int) -> tuple[np.ndarray, np.ndarray]:
     return lo.astype(np.int64), w
 
 
-def _interpolate(coarse: np.ndarray, shape: tuple[int, int], f: int) -> np.ndarray:
+def _interpolate(coarse: np.ndarray, shape: tuple[int, ...], f: int) -> np.ndarray:
     """Bilinear interpolation of block values to the fine cells' centres."""
     if f == 1:
         return coarse.copy()
@@ -180,7 +180,7 @@ def _spread(total: np.ndarray, weight: np.ndarray, f: int) -> np.ndarray:
     return weight * (want / have)
 
 
-def _blocks(coarse: np.ndarray, shape: tuple[int, int], f: int) -> np.ndarray:
+def _blocks(coarse: np.ndarray, shape: tuple[int, ...], f: int) -> np.ndarray:
     """Each block's value on each of its cells."""
     return np.repeat(np.repeat(coarse, f, axis=0), f, axis=1)[:shape[0], :shape[1]]
 
@@ -342,7 +342,7 @@ def _adverse(surface: np.ndarray, bed: np.ndarray, cell: float) -> np.ndarray:
     return (slope > 0.0) & (rise > ADVERSE * slope)
 
 
-def _block_counts(shape: tuple[int, int], f: int) -> np.ndarray:
+def _block_counts(shape: tuple[int, ...], f: int) -> np.ndarray:
     rows, cols = shape
     r = np.diff(np.append(np.arange(0, rows, f), rows))
     c = np.diff(np.append(np.arange(0, cols, f), cols))
