@@ -50,8 +50,8 @@ So the default preset (droplets, hydrology, thermal, trees) is estimated at 309 
 cell (measured 215-229 at 512² and 1024² with the multigrid, before thermal kept its
 critical slopes and with two terrain arrays fewer): 1.3 GB at 2048², 5.2 GB at 4096².
 A host adds its own copies per cell (``extra_per_cell``): Blender's add-on about 270
-more for the default preset's layers, trees and water (addon/data/writeback.py bytes_per_vertex; a live run
-measured 372-386 bytes a vertex in all, estimated 454).
+more for the default preset's layers, trees and water (addon/data/writeback.py
+bytes_per_vertex; a live run measured 372-386 bytes a vertex in all, estimated 454).
 """
 
 from __future__ import annotations
