@@ -197,3 +197,12 @@ def test_old_snow_deeper_than_the_firn_depth_becomes_ice():
     assert left > 0.5 * made
     assert left == pytest.approx(made + books["gained"] - books["melted"] - books["out"],
                                  rel=1e-9)
+
+
+def test_ten_million_years_in_yearly_passes_is_refused_before_any_work():
+    t = valley(256, 30.0)
+    ground = t.height().copy()
+    with pytest.raises(ParameterError, match="ice: 10,000,000 passes"):
+        Simulation(t, {"ice": process_params("ice", {"age": 1e7, "time_step": 1.0})},
+                   particles=1)
+    assert np.array_equal(t.height(), ground) and t.ice.max() == 0.0
