@@ -12,6 +12,7 @@ descriptor, and the add-on's extra widgets for it are an entry of ``addon/ui/pro
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -97,3 +98,17 @@ class Process(Generic[P]):
     #: process with, for branches its defaults and the presets do not take (the
     #: landscape's second-order diffusion where D dt / dx² <= 1)
     warmup: tuple[dict, ...] = ()
+
+
+def age_passes(age: float, step: float) -> int:
+    """Passes of ``step`` years that add up to ``age`` (the last one shortened): the
+    ``passes`` of the processes that run for an age (landscape, ice, snow)."""
+    if age <= 0.0:
+        return 0
+    return max(1, math.ceil(age / step - 1e-9))
+
+
+def pass_years(age: float, step: float, k: int) -> float:
+    """Length of pass ``k`` (0-based) of :func:`age_passes`: ``step``, the last one what
+    is left of ``age``."""
+    return min(step, age - k * step)

@@ -31,7 +31,6 @@ Everything is serial or per cell: the same result on any number of threads.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 from numba import njit
@@ -40,7 +39,7 @@ from ..algorithms import glacier
 from ..fields import Field
 from ..kernels.primitives import exchange, put_at
 from ..params import ParameterError, Params, param
-from ..process import Process
+from ..process import Process, age_passes, pass_years
 from ..terrain import Terrain
 
 STREAM_ID = 9  # reserved RNG stream; the passes need no random numbers
@@ -112,13 +111,12 @@ class IceParams(Params):
 
 def steps(params: IceParams) -> int:
     """Passes the run takes to reach ``age``."""
-    if params.age <= 0.0:
-        return 0
-    return max(1, math.ceil(params.age / params.time_step - 1e-9))
+    return age_passes(params.age, params.time_step)
 
 
 def _pass_years(params: IceParams, k: int) -> float:
-    return min(params.time_step, params.age - k * params.time_step)
+    """Length of pass ``k`` (0-based)."""
+    return pass_years(params.age, params.time_step, k)
 
 
 def flow_factor(params: IceParams, cell: float) -> int:

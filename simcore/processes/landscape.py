@@ -50,7 +50,7 @@ from ..fields import Field
 from ..kernels import parallel
 from ..kernels.primitives import apply_change, uplift_at
 from ..params import Params, param
-from ..process import Process
+from ..process import Process, age_passes, pass_years
 from ..terrain import Terrain
 
 STREAM_ID = 8  # reserved RNG stream; the passes need no random numbers
@@ -95,14 +95,12 @@ class LandscapeParams(Params):
 
 def steps(params: LandscapeParams) -> int:
     """Passes (time steps) the run takes to reach ``age``."""
-    if params.age <= 0.0:
-        return 0
-    return max(1, math.ceil(params.age / params.time_step - 1e-9))
+    return age_passes(params.age, params.time_step)
 
 
 def _step_years(params: LandscapeParams, k: int) -> float:
-    """Length of pass ``k`` (0-based): ``time_step``, the last one what is left of age."""
-    return min(params.time_step, params.age - k * params.time_step)
+    """Length of pass ``k`` (0-based)."""
+    return pass_years(params.age, params.time_step, k)
 
 
 @njit(cache=True, nogil=True)

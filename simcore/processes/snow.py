@@ -64,7 +64,7 @@ from numba import njit
 from ..fields import Field
 from ..kernels import parallel
 from ..params import Params, param
-from ..process import Process
+from ..process import Process, age_passes, pass_years
 from ..terrain import Terrain
 
 STREAM_ID = 10  # reserved RNG stream; the passes need no random numbers
@@ -136,14 +136,12 @@ class SnowParams(Params):
 
 def steps(params: SnowParams) -> int:
     """Passes the run takes to reach ``years``."""
-    if params.years <= 0.0:
-        return 0
-    return max(1, math.ceil(params.years / params.time_step - 1e-9))
+    return age_passes(params.years, params.time_step)
 
 
 def _step_years(params: SnowParams, k: int) -> float:
-    """Length of pass ``k`` (0-based): ``time_step``, the last one what is left."""
-    return min(params.time_step, params.years - k * params.time_step)
+    """Length of pass ``k`` (0-based)."""
+    return pass_years(params.years, params.time_step, k)
 
 
 def snow_line(params: SnowParams, height: np.ndarray, cell_size: float) -> float:
