@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -199,3 +200,44 @@ def top_view(bpy) -> None:
     if world.node_tree is None:
         world.use_nodes = True
     world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.3, 0.3, 0.3, 1)
+
+
+class PanelLayout:
+    """Records what a panel draws and checks every property and operator it names
+    (panels cannot be drawn in background mode)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.scale_y, self.use_property_split, self.active = 1.0, False, True
+
+    def _child(self, *args, **kw):
+        return PanelLayout(self.log)
+
+    box = row = column = _child
+
+    def label(self, text="", icon='NONE'):
+        self.log.append(("label", text))
+
+    def prop(self, data, name, text=None):
+        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
+        self.log.append(("prop", name))
+
+    def operator(self, idname, text=None, icon='NONE'):
+        import bpy
+        assert icon in bpy.types.UILayout.bl_rna.functions["operator"].parameters[
+            "icon"].enum_items.keys(), icon
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        self.log.append(("operator", idname))
+        return types.SimpleNamespace()  # takes operator properties like .filepath
+
+    def menu(self, idname, text="", icon='NONE'):
+        import bpy
+        assert hasattr(bpy.types, idname), idname
+        self.log.append(("menu", idname))
+
+    def progress(self, factor=0.0, type='BAR', text=""):
+        self.log.append(("progress", text))
+
+    def separator(self):
+        pass

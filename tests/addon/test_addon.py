@@ -11,6 +11,7 @@ import bpy
 import numpy as np
 import pytest
 from blender_helpers import (
+    PanelLayout,
     add_grid,
     mesh_state,
     positions,
@@ -565,47 +566,10 @@ def test_linked_library_meshes_are_refused(blender, tmp_path):
         te.data.job.ErosionJob(linked)
 
 
-class _Layout:
-    """Records what a panel draws and checks every property and operator it names
-    (panels cannot be drawn in background mode)."""
-
-    def __init__(self, log):
-        self.log = log
-        self.scale_y, self.use_property_split, self.active = 1.0, False, True
-
-    def _child(self, *args, **kw):
-        return _Layout(self.log)
-
-    box = row = column = _child
-
-    def label(self, text="", icon='NONE'):
-        self.log.append(("label", text))
-
-    def prop(self, data, name, text=None):
-        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
-        self.log.append(("prop", name))
-
-    def operator(self, idname, text=None, icon='NONE'):
-        module, name = idname.split(".")
-        assert hasattr(getattr(bpy.ops, module), name), idname
-        self.log.append(("operator", idname))
-        return types.SimpleNamespace()  # takes operator properties like .filepath
-
-    def menu(self, idname, text="", icon='NONE'):
-        assert hasattr(bpy.types, idname), idname
-        self.log.append(("menu", idname))
-
-    def progress(self, factor=0.0, type='BAR', text=""):
-        self.log.append(("progress", text))
-
-    def separator(self):
-        pass
-
-
 def _draw_all_panels(context):
     log = []
     for cls in te.features.panels.classes:
-        panel = types.SimpleNamespace(layout=_Layout(log))
+        panel = types.SimpleNamespace(layout=PanelLayout(log))
         if hasattr(cls, "poll") and not cls.poll(context):
             continue
         if hasattr(cls, "draw_header"):
@@ -645,7 +609,7 @@ def test_panels_draw_every_setting_and_name_real_operators(blender, tmp_path, mo
     assert ("operator", "terrain.stop") in log and any(k == "progress" for k, _ in log)
     bpy.context.window_manager.terrain_erosion.running = False
     menu_log = []
-    te.ui.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=_Layout(menu_log)),
+    te.ui.presets_ui.TERRAIN_MT_presets.draw(types.SimpleNamespace(layout=PanelLayout(menu_log)),
                                           context)
     assert ("operator", "terrain.preset_apply") in menu_log
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from blender_helpers import add_grid, positions, staged_addon
+from blender_helpers import PanelLayout, add_grid, positions, staged_addon
 
 te = staged_addon()
 
@@ -119,39 +119,12 @@ def test_without_ice_layer_or_ice_it_is_an_error_and_nothing_changes(blender):
     assert np.array_equal(positions(ice_obj.data), co)
 
 
-class _Layout:
-    """Records what a panel draws, checking every property and operator it names
-    (panels cannot be drawn in background mode)."""
-
-    def __init__(self, log):
-        self.log, self.use_property_split = log, False
-
-    def _child(self, *args, **kw):
-        return _Layout(self.log)
-
-    box = row = column = _child
-
-    def label(self, text="", icon='NONE'):
-        self.log.append(("label", text))
-
-    def prop(self, data, name, text=None):
-        assert name in data.bl_rna.properties, f"{data!r} has no property {name!r}"
-        self.log.append(("prop", name))
-
-    def operator(self, idname, text=None, icon='NONE'):
-        assert icon in bpy.types.UILayout.bl_rna.functions["operator"].parameters[
-            "icon"].enum_items.keys(), icon
-        module, name = idname.split(".")
-        assert hasattr(getattr(bpy.ops, module), name), idname
-        self.log.append(("operator", idname))
-
-
 def test_the_water_panel_offers_the_ice_surface(blender):
     import types
     obj, *_ = glacier(n=16)
     assert bpy.ops.terrain.ice_surface() == {'FINISHED'}
     log = []
-    panel = types.SimpleNamespace(layout=_Layout(log))
+    panel = types.SimpleNamespace(layout=PanelLayout(log))
     te.features.water_data.TERRAIN_PT_water_data.draw(
         panel, types.SimpleNamespace(active_object=obj))
     assert ("operator", "terrain.ice_surface") in log and ("prop", "min_thickness") in log
