@@ -206,3 +206,18 @@ def test_ten_million_years_in_yearly_passes_is_refused_before_any_work():
         Simulation(t, {"ice": process_params("ice", {"age": 1e7, "time_step": 1.0})},
                    particles=1)
     assert np.array_equal(t.height(), ground) and t.ice.max() == 0.0
+
+
+def test_with_the_snow_process_old_snow_feeds_the_glacier():
+    ice_params = process_params("ice", {"age": 2000.0, "time_step": 100.0, "ela": 2700.0,
+                                        "firn_depth": 5.0})
+    snow_params = process_params("snow", {"years": 200.0, "time_step": 10.0,
+                                          "relative_line": False, "snow_line": 2700.0})
+    alone, fed = valley(), valley()
+    before = fed.total_material()
+    Simulation(alone, {"snow": snow_params}, particles=1).run()
+    Simulation(fed, {"snow": snow_params, "ice": ice_params}, particles=1).run()
+    assert alone.snow.max() * alone.cell_size > 20.0  # snow alone piles up
+    assert fed.snow.max() * fed.cell_size == pytest.approx(5.0)  # the rest became ice
+    assert fed.ice.max() > 0.0
+    assert fed.total_material() + fed.outflow == pytest.approx(before, rel=1e-12)
