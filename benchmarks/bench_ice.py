@@ -22,12 +22,9 @@ def glaciate(n: int) -> dict:
     p = ice.IceParams(**PARAMS)
     height = t.height()
     steps = 0.0
-    last = 0.1
     t0 = time.perf_counter()
-    for k in range(ice.steps(p)):
-        books = ice.glaciate(t, p, k, ice._pass_years(p, k), height, last)
-        last = books["last_step"]
-        steps += books["steps"]
+    for k in range(ice.steps(p)):  # as run_batch does, and keeping the books
+        steps += ice.glaciate(t, p, k, ice._pass_years(p, k), height)["steps"]
     seconds = time.perf_counter() - t0
     flowed = p.age / p.acceleration
     return {"name": f"ice, 100 kyr, {n}² ({cell:g} m cells, flow grid "
