@@ -183,12 +183,12 @@ def _blocks(coarse: np.ndarray, shape: tuple[int, ...], f: int) -> np.ndarray:
     return np.repeat(np.repeat(coarse, f, axis=0), f, axis=1)[:shape[0], :shape[1]]
 
 
-def _fine_ice(h_c: np.ndarray, bed_c: np.ndarray, bed: np.ndarray, f: int) -> np.ndarray:
-    """The flow grid's ice on the terrain's cells: its surface interpolated, less the
-    ground, scaled to hold exactly the flow grid's ice."""
+def _fine_ice(h_c: np.ndarray, surface: np.ndarray, bed: np.ndarray, f: int) -> np.ndarray:
+    """The flow grid's ice on the terrain's cells: its ``surface`` (interpolated to
+    them), less the ground, scaled to hold exactly the flow grid's ice."""
     if f == 1:
         return h_c.copy()
-    weight = np.maximum(_interpolate(bed_c + h_c, bed.shape, f) - bed, 0.0)
+    weight = np.maximum(surface - bed, 0.0)
     weight[_interpolate(h_c, bed.shape, f) <= 0.0] = 0.0
     return _spread(h_c * _block_counts(bed.shape, f), weight, f)
 
@@ -266,6 +266,7 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
             "'sliding' or 'acceleration', or raise 'flow_cell'")
     terrain.snow -= firn / cell
     taken_total = laid_total = gone = 0.0
+    surface = _interpolate(bed_c + h_c, ground.shape, f)  # the ice's, on the cells
     if params.erosion > 0.0 and slide > 0.0 and flow_years > 0.0:
         speed_c = glacier.sliding_speed(slide_sum, face_sum, dx, np.zeros_like(h_c))
         # beds bear at most about 200 kPa (50-150 kPa under most glaciers): faster
@@ -278,7 +279,7 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         speed = _interpolate(speed_c, ground.shape, f)
         # the share of the flow cells around with ice: no step at the ice's edge
         under = _interpolate((thick_sum > 0.0).astype(float), ground.shape, f)
-        under[_adverse(_interpolate(bed_c + h_c, ground.shape, f), ground, cell)] = 0.0
+        under[_adverse(surface, ground, cell)] = 0.0
         dig = under * (params.erosion * speed ** params.erosion_exponent * years / cell)
         flat = terrain.bedrock.reshape(-1)
         taken = np.zeros(flat.size)
@@ -301,7 +302,7 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         laid_total = float(per_cell.sum())
         terrain.outflow += gone
     new_ground = height * cell
-    terrain.ice[...] = _fine_ice(h_c, bed_c, new_ground, f) / cell
+    terrain.ice[...] = _fine_ice(h_c, surface, new_ground, f) / cell
     vol = cell ** 3
     return {"gained": books[glacier.GAINED] * area, "melted": books[glacier.MELTED] * area,
             "out": books[glacier.OUT] * area, "taken": taken_total * vol,
