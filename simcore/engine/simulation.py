@@ -99,6 +99,27 @@ def _per_rain(name: str, params: Params, share: float) -> Params:
     return params if hook is None else hook(params, share)
 
 
+def check_swap(current: dict[str, Params], new: dict[str, Params]) -> None:
+    """ParameterError unless ``new`` can take over from ``current`` between two rounds
+    (:meth:`Simulation.set_params`): the same processes, each with the same batch and
+    the same passes in all (Process.passes), since those divide the run into rounds
+    and number its particles."""
+    if list(new) != list(current):
+        raise ParameterError(f"the processes cannot change during a run: it runs "
+                             f"{', '.join(current)}, not {', '.join(new) or 'none'}")
+    for name, old in current.items():
+        proc = PROCESSES[name]
+        if int(new[name].batch) != int(old.batch):
+            raise ParameterError(
+                f"{proc.label}: 'batch' cannot change during a run ({int(old.batch)} -> "
+                f"{int(new[name].batch)}): it sets how the run is divided into rounds")
+        if proc.passes is not None and proc.passes(new[name]) != proc.passes(old):
+            raise ParameterError(
+                f"{proc.label}: its passes in all (age / time step) cannot change during "
+                f"a run ({proc.passes(old)} -> {proc.passes(new[name])}): they set how "
+                "long it runs")
+
+
 class Simulation:
     """Drives the enabled processes over one :class:`Terrain`, in place.
 
@@ -218,6 +239,16 @@ class Simulation:
         that many rounds' particles in one batch (a tile's epoch of a tiled run)."""
         with scratch.keeping(self._scratch):
             self._run_round(int(rounds))
+
+    def set_params(self, processes: dict[str, Params]) -> None:
+        """Run the next rounds with ``processes``' params (a bake's keyed values at the
+        frame it runs towards): the same as a new Simulation on this terrain with
+        these params and ``rounds_done``. The processes, their batches and their passes
+        in all stay as they were (:func:`check_swap`, else ParameterError)."""
+        ordered = {n: processes[n] for n in PROCESSES if n in processes}
+        check_swap(self.processes, ordered)
+        self.processes = ordered
+        self._run_params = {n: _per_rain(n, p, self.rain_share) for n, p in ordered.items()}
 
     def _batch(self, name: str, params: Any, first: int, count: int) -> int:
         """Process ``name``'s particles ``first .. first + count``: steps done."""

@@ -6,6 +6,7 @@ import pytest
 from conftest import small_batches
 
 from simcore.engine.simulation import PROCESSES, Simulation
+from simcore.params import ParameterError
 from simcore.terrain import Terrain
 
 
@@ -143,3 +144,38 @@ def test_a_billion_landscape_steps_are_refused_before_any_work():
     assert np.array_equal(t.bedrock, start)
     fits = process_params("landscape", {"age": MAX_CELL_PASSES // 4096, "time_step": 1.0})
     Simulation(t, {"landscape": fits}, particles=0)  # at the limit: accepted
+
+
+def rounds(sim, count):
+    for _ in range(count):
+        sim.run_round()
+
+
+def test_params_changed_between_rounds_equal_a_new_run_from_there(hills):
+    """set_params (a bake's keyed values) = a new Simulation on the same terrain with the
+    new params and the rounds done so far; the batch and the passes cannot change."""
+    names = ("droplets", "thermal", "landscape")
+    first = {n: small_batches(n) for n in names}
+    later = dict(first, droplets=first["droplets"].replace(Kr=0.3),
+                 landscape=first["landscape"].replace(uplift=5e-3))
+    per_round = sum(int(p.batch) for p in first.values())
+    start = hills[:32, :32]
+    a = Terrain.from_heights(start, world_units=False)
+    sim = Simulation(a, first, seed=4, particles=4 * per_round)
+    rounds(sim, 2)  # rounds as a bake runs them (the landscape's age is longer)
+    sim.set_params(later)
+    rounds(sim, 2)
+    b = Terrain.from_heights(start, world_units=False)
+    rounds(Simulation(b, first, seed=4, particles=2 * per_round), 2)
+    rounds(Simulation(b, later, seed=4, particles=2 * per_round, rounds_done=2), 2)
+    for name in ("bedrock", "sediment", "pool"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    c = Terrain.from_heights(start, world_units=False)
+    rounds(Simulation(c, first, seed=4, particles=4 * per_round), 4)
+    assert not np.array_equal(a.bedrock, c.bedrock), "the new values did something"
+    with pytest.raises(ParameterError, match="'batch' cannot change"):
+        sim.set_params(dict(later, droplets=later["droplets"].replace(batch=7)))
+    with pytest.raises(ParameterError, match="passes in all"):
+        sim.set_params(dict(later, landscape=later["landscape"].replace(age=1.0e7)))
+    with pytest.raises(ParameterError, match="processes cannot change"):
+        sim.set_params({"droplets": later["droplets"]})
