@@ -50,3 +50,28 @@ def eevee_engine() -> str:
     from 5.0 (where the old name came back for the new engine)."""
     items = bpy.types.RenderSettings.bl_rna.properties["engine"].enum_items.keys()
     return "BLENDER_EEVEE_NEXT" if "BLENDER_EEVEE_NEXT" in items else "BLENDER_EEVEE"
+
+
+def action_fcurves(id_block: bpy.types.ID) -> list[bpy.types.FCurve]:
+    """The F-curves of ``id_block``'s active action (its keyframes; empty: none).
+
+    Blender 4.4+ keeps them in the action's channelbag for the ID's slot
+    (``bpy_extras.anim_utils.action_get_channelbag_for_slot``); 5.0 removed the
+    legacy ``Action.fcurves`` that 4.2 has.
+    """
+    ad = getattr(id_block, "animation_data", None)
+    action = ad.action if ad is not None else None
+    if action is None:
+        return []
+    from bpy_extras import anim_utils
+    get_bag = getattr(anim_utils, "action_get_channelbag_for_slot", None)
+    if get_bag is None:  # 4.2, 4.3
+        return list(action.fcurves)
+    bag = get_bag(action, ad.action_slot)
+    return list(bag.fcurves) if bag is not None else []
+
+
+def driven_paths(id_block: bpy.types.ID) -> set[str]:
+    """The data paths of ``id_block``'s properties a driver sets (any version)."""
+    ad = getattr(id_block, "animation_data", None)
+    return {fc.data_path for fc in ad.drivers} if ad is not None else set()

@@ -166,7 +166,8 @@ def _refuse_bad_mesh(obj: bpy.types.Object, z: np.ndarray) -> None:
 class ErosionJob:
     """Reads the grid and its stored state, runs the simulation, writes back."""
 
-    def __init__(self, obj: bpy.types.Object, particles: int | None = None) -> None:
+    def __init__(self, obj: bpy.types.Object, particles: int | None = None,
+                 params: dict | None = None) -> None:
         problem = gridio.object_problem(obj)
         if problem:
             raise gridio.GridError(problem)
@@ -175,7 +176,8 @@ class ErosionJob:
         self._runner: _Runner | None = None
         settings = obj.terrain_erosion
         me = obj.data
-        params = settings.enabled_params()
+        # ``params``: the run's own (a bake's keyed values at its first frame)
+        params = settings.enabled_params() if params is None else params
         #: the object's rock column (None: Rock Layers off); a bad layer stops here
         self.rock = settings.rock.to_column()
         self.outputs = _produced(params)

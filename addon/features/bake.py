@@ -50,6 +50,7 @@ from ..simcore.formats import staging
 from ..simcore.formats.bake_cache import MANIFEST, BakeError, frame_file
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel
+from . import keyed as keys
 
 CACHE_ROOT = "terrain_cache"
 #: decoded snapshots kept in memory per process (scrubbing back and forth)
@@ -404,8 +405,11 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
         raise BakeError("Particles per Frame must be at least 1")
     frames = frame_end - frame_start + 1
     n = len(obj.data.vertices)
-    # checks the object, the settings and the memory before anything changes
-    job = ErosionJob(obj, per_frame * (frames - 1))
+    # checks the object, the settings, the keyed values and the memory before anything
+    # changes
+    keyed = keys.keyed_frames(obj, frame_start, frame_end)
+    job = ErosionJob(obj, per_frame * (frames - 1),
+                     keyed.frames[0] if keyed is not None else None)
     b = obj.terrain_bake
     record = _object_record(obj)
     folder = cache_path(obj)  # Cache Folder, else //terrain_cache/<object>
@@ -420,7 +424,7 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
             if not b.cache_dir:
                 b.cache_dir = default_cache_dir(obj)
             manifest = _bake_frames(obj, job, stage.path, frame_start, frames, per_frame,
-                                    report)
+                                    report, keyed)
             job.finish()
             stage.commit([*manifest["files"].values(), MANIFEST], previous)
     except BaseException:
@@ -434,9 +438,10 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
 
 
 def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_frame: int,
-                 report) -> dict:
+                 report, keyed: keys.KeyedFrames | None = None) -> dict:
     """Run and write every frame and the manifest into ``folder`` (the staging
-    folder); the mesh ends at the last frame."""
+    folder); the mesh ends at the last frame. With ``keyed``, the rounds that lead to
+    a frame run with the params at that frame."""
     b = obj.terrain_bake
     sim = job.sim
     size = 0
@@ -445,6 +450,8 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
     for i in range(frames):
         target = i * per_frame
         rounds = sim.rounds_done
+        if keyed is not None and i:
+            sim.set_params(keyed.frames[i])
         while sim.particles_done < target and sim.rounds_done < sim.target_rounds:
             sim.run_round()
         if i and sim.rounds_done == rounds:
@@ -457,7 +464,8 @@ def _bake_frames(obj, job, folder: Path, frame_start: int, frames: int, per_fram
             report(i + 1, frames)
     manifest = fmt.manifest(obj.name, len(obj.data.vertices), frame_start,
                             frame_start + frames - 1, per_frame, sim.per_round, sim.seed,
-                            size, b.compress, repeats)
+                            size, b.compress, repeats,
+                            keyed.manifest() if keyed is not None else None)
     fmt.write_manifest(folder / MANIFEST, manifest)
     return manifest
 
@@ -659,6 +667,13 @@ class TERRAIN_PT_bake(ErosionSubPanel, bpy.types.Panel):
         layout.prop(b, "cache_dir")
         layout.prop(b, "compress")
         layout.prop(b, "playback")
+        keyed = [key for key in keys.keyed_parameters(obj)
+                 if getattr(obj.terrain_erosion, key.partition(".")[0]).enabled]
+        if keyed:  # the fields themselves show Blender's keyed colours
+            col = layout.column(align=True)
+            col.label(text="Keyed on the timeline (each frame's value):", icon='KEYINGSET')
+            for key in keyed:
+                col.label(text=keys.title(key))
         row = layout.row(align=True)
         row.operator(TERRAIN_OT_bake.bl_idname, icon='REC')
         row.operator(TERRAIN_OT_free_cache.bl_idname, icon='TRASH')

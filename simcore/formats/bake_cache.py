@@ -21,7 +21,11 @@ The **manifest** ``cache.json`` (:func:`manifest`, written with ``indent=1``) na
 object, its vertex count, the frame range, the particles per frame and per round, the
 seed, the bytes written, whether the frames are compressed, every frame's file
 (``files``: ``"<frame>": "frame_NNNNNN.npz"``) and, when some frames repeat the one
-before, why and how to avoid it (``repeats``). A manifest is ours when it carries
+before, why and how to avoid it (``repeats``), and, when process parameters were
+keyed on the timeline, ``keyed``: ``parameters``, every keyed one as
+``"<process>.<field>"``, and ``values``, those whose value changes over the frames,
+``{"<process>.<field>": {"<frame>": value}}`` (the rounds that lead to a frame ran
+with its values). A manifest is ours when it carries
 ``format`` = :data:`CACHE_FORMAT` and ``generator``, or -- written before those keys --
 has exactly :data:`OLD_KEYS` and lists exactly ``frame_file(frame)`` for every frame of
 its range (:func:`read_manifest`); a bake deletes or replaces only the files a manifest
@@ -161,9 +165,10 @@ def checked_frame(arrays: dict[str, np.ndarray], n: int, path: Path,
 
 def manifest(object_name: str, vertices: int, frame_start: int, frame_end: int,
              per_frame: int, per_round: int, seed: int, size: int, compressed: bool,
-             repeats: Sequence[int] = ()) -> dict:
+             repeats: Sequence[int] = (), keyed: dict | None = None) -> dict:
     """The manifest of a bake of frames ``frame_start..frame_end`` (``size``: the bytes
-    of all frames; ``repeats``: the frames that show the one before)."""
+    of all frames; ``repeats``: the frames that show the one before; ``keyed``: the
+    parameters keyed on the timeline and the values of those that change)."""
     data = {"schema": CACHE_SCHEMA, "format": CACHE_FORMAT, "generator": GENERATOR,
             "object": object_name, "vertices": vertices,
             "frame_start": frame_start, "frame_end": frame_end,
@@ -172,6 +177,8 @@ def manifest(object_name: str, vertices: int, frame_start: int, frame_end: int,
             "files": {str(f): frame_file(f) for f in range(frame_start, frame_end + 1)}}
     if repeats:
         data["repeats"] = repeat_note(list(repeats), per_round, per_frame)
+    if keyed:
+        data["keyed"] = keyed
     return data
 
 
