@@ -52,6 +52,16 @@ def eevee_engine() -> str:
     return "BLENDER_EEVEE_NEXT" if "BLENDER_EEVEE_NEXT" in items else "BLENDER_EEVEE"
 
 
+def _action_curves(action, slot) -> list:
+    """The F-curves of ``action`` for ``slot`` (the slot is ignored before 4.4)."""
+    from bpy_extras import anim_utils
+    get_bag = getattr(anim_utils, "action_get_channelbag_for_slot", None)
+    if get_bag is None:  # 4.2, 4.3
+        return list(action.fcurves)
+    bag = get_bag(action, slot) if slot is not None else None
+    return list(bag.fcurves) if bag is not None else []
+
+
 def action_fcurves(id_block: bpy.types.ID) -> list[bpy.types.FCurve]:
     """The F-curves of ``id_block``'s active action (its keyframes; empty: none).
 
@@ -63,12 +73,18 @@ def action_fcurves(id_block: bpy.types.ID) -> list[bpy.types.FCurve]:
     action = ad.action if ad is not None else None
     if action is None:
         return []
-    from bpy_extras import anim_utils
-    get_bag = getattr(anim_utils, "action_get_channelbag_for_slot", None)
-    if get_bag is None:  # 4.2, 4.3
-        return list(action.fcurves)
-    bag = get_bag(action, ad.action_slot)
-    return list(bag.fcurves) if bag is not None else []
+    return _action_curves(action, getattr(ad, "action_slot", None))
+
+
+def nla_fcurves(id_block: bpy.types.ID) -> list[bpy.types.FCurve]:
+    """The F-curves of the actions in ``id_block``'s NLA strips on tracks that are not
+    muted (strips have an ``action_slot`` from 4.4)."""
+    ad = getattr(id_block, "animation_data", None)
+    if ad is None or not ad.use_nla:
+        return []
+    return [fc for track in ad.nla_tracks if not track.mute for strip in track.strips
+            if strip.action is not None and not strip.mute
+            for fc in _action_curves(strip.action, getattr(strip, "action_slot", None))]
 
 
 def driven_paths(id_block: bpy.types.ID) -> set[str]:

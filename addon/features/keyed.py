@@ -13,8 +13,8 @@ run with the values at frame f (simcore ``Simulation.set_params``).
 
 What a bake cannot follow is refused with a message, never used silently: a driver on
 a parameter, a keyed ``batch`` or age / time step that changes how the run is divided,
-a process switched on or off by keys, or any other Terrain Erosion setting keyed to
-change over the frames.
+a process switched on or off by keys, any other Terrain Erosion setting keyed to
+change over the frames, or keys in NLA strips (only the active action is read).
 """
 
 from __future__ import annotations
@@ -107,6 +107,12 @@ def keyed_frames(obj: bpy.types.Object, frame_start: int,
         raise BakeError(f"{title(f'{name}.{field}')} is set by a driver, which a bake "
                         "cannot follow frame by frame: key its values instead (remove "
                         "the driver)")
+    in_strips = sorted(fc.data_path for fc in compat.nla_fcurves(obj)
+                       if fc.data_path.startswith(PREFIX))
+    if in_strips:
+        raise BakeError(f"'{in_strips[0][len(PREFIX):]}' is keyed in an NLA strip, which "
+                        "a bake does not follow: keep the keys of Terrain Erosion "
+                        "settings in the object's active action")
     _refuse_other_keys(obj, frames)
     curves = {key: fc for key, fc in keyed_parameters(obj).items()
               if key.partition(".")[0] in current}

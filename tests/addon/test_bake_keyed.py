@@ -157,6 +157,12 @@ def test_a_keyed_value_out_of_range_or_a_key_a_bake_cannot_follow_is_refused(
     driver = obj.driver_add("terrain_erosion.droplets.Kr").driver
     driver.expression = "0.5"
     _refused(obj, r"Droplet.*Kr is set by a driver", tmp_path)
+    obj.animation_data_clear()
+    key(obj, "droplets", "Kr", [(1, 0.2), (4, 0.4)])
+    ad = obj.animation_data
+    ad.nla_tracks.new().strips.new("pushed down", 1, ad.action)
+    ad.action = None
+    _refused(obj, r"'droplets.Kr' is keyed in an NLA strip", tmp_path)
 
 
 def test_old_caches_still_load(blender, tmp_path):
