@@ -622,6 +622,9 @@ class TERRAIN_OT_bake(bpy.types.Operator):
         on_frame_change(context.scene)
         frames = manifest["frame_end"] - manifest["frame_start"] + 1
         text = f"Baked {frames} frames, {manifest['bytes'] / 2**20:.1f} MB"
+        changing = manifest.get("keyed", {}).get("values", {})
+        if changing:
+            text += "; keyed: " + ", ".join(map(keys.title, changing))
         note = manifest.get("repeats")
         if note:
             self.report({'WARNING'}, f"{text}; {len(note['frames'])} repeat the frame "

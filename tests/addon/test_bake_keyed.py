@@ -14,11 +14,13 @@ from blender_helpers import PanelRecorder, add_grid, mesh_state, positions, same
 
 te = staged_addon()
 
-#: (process, field, value at the first frame, value at the last); the batch is small so
-#: that every frame gets its own rounds (PER_FRAME a multiple of it)
-CASES = {"droplet rate": ("droplets", "Kr", 0.1, 0.9, 200),
-         "uplift": ("landscape", "uplift", 0.0, 2.0e-5, 2)}
+#: (process, field, value at the first frame, value at the last, batch, particles per
+#: frame); the batch is small so that every frame gets two rounds of its own
+CASES = {"droplet rate": ("droplets", "Kr", 0.1, 0.9, 200, 400),
+         "uplift": ("landscape", "uplift", 0.0, 2.0e-5, 2, 4)}
 PER_FRAME = 400
+#: the landscape's age: the passes of frames 2..4 (4 a frame, 1e4 years each), no more
+LANDSCAPE_AGE = 12 * 1.0e4
 
 
 def terrain(name, process, batch, n=16):
@@ -29,6 +31,7 @@ def terrain(name, process, batch, n=16):
     for other in te.simcore.engine.simulation.PROCESSES:
         getattr(s, other).enabled = other == process
     getattr(s, process).batch = batch
+    s.landscape.age = LANDSCAPE_AGE
     return obj
 
 
@@ -45,8 +48,9 @@ def grid_heights(obj, z):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_keyed_parameter_drives_each_frame_as_a_run_by_hand(blender, tmp_path, case):
-    process, field, lo, hi, batch = CASES[case]
+def test_a_keyed_parameter_drives_each_frame_as_a_run_by_hand(blender, tmp_path, capsys,
+                                                              case):
+    process, field, lo, hi, batch, per_frame = CASES[case]
     obj = terrain("Keyed", process, batch)
     bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
     obj = bpy.data.objects["Keyed"]
@@ -55,11 +59,17 @@ def test_a_keyed_parameter_drives_each_frame_as_a_run_by_hand(blender, tmp_path,
     scene.frame_set(1)
     g = te.data.grid.detect_grid(obj.data)
     z0 = grid_heights(obj, positions(obj.data)[:, 2]).astype(np.float64)
-    manifest = te.features.bake.bake(obj, 1, 4, PER_FRAME)
+    b = obj.terrain_bake
+    b.frame_start, b.frame_end, b.particles_per_frame = 1, 4, per_frame
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.bake() == {'FINISHED'}
     assert scene.frame_current == 1, "the bake left the scene's frame alone"
+    path = f"{process}.{field}"
+    assert f"keyed: {te.features.keyed.title(path)}" in capsys.readouterr().out
     folder = tmp_path / "terrain_cache" / "Keyed"
+    manifest = json.loads((folder / "cache.json").read_text())
     baked = {f: np.load(folder / f"frame_{f:06d}.npz")["z"] for f in range(1, 5)}
-    # by hand: at each frame, the params Blender shows there, a run of PER_FRAME more
+    # by hand: at each frame, the params Blender shows there, a run of per_frame more
     shown = {}
     for f in range(1, 5):
         scene.frame_set(f)
@@ -71,20 +81,18 @@ def test_a_keyed_parameter_drives_each_frame_as_a_run_by_hand(blender, tmp_path,
     fixed = te.simcore.terrain.Terrain.from_heights(z0, g.cell_size)
     for f in range(2, 5):
         for land, params in ((t, shown[f]), (fixed, shown[1])):
-            sim = sim_mod.Simulation(land, params, seed=7, particles=PER_FRAME,
-                                     rounds_done=(f - 2) * PER_FRAME // batch)
-            for _ in range(PER_FRAME // batch):
+            sim = sim_mod.Simulation(land, params, seed=7, particles=per_frame,
+                                     rounds_done=(f - 2) * per_frame // batch)
+            for _ in range(per_frame // batch):
                 sim.run_round()
         want = (t.height() * g.cell_size).astype(np.float32)
         assert np.array_equal(grid_heights(obj, baked[f]), want), f"frame {f}"
     assert not np.array_equal(grid_heights(obj, baked[4]),
                               (fixed.height() * g.cell_size).astype(np.float32)), \
         "the keyed values made a difference"
-    path = f"{process}.{field}"
     assert manifest["keyed"] == {
         "parameters": [path],
         "values": {path: {str(f): getattr(shown[f][process], field) for f in range(1, 5)}}}
-    assert json.loads((folder / "cache.json").read_text()) == manifest
     assert te.simcore.formats.bake_cache.read_manifest(folder / "cache.json") == manifest
     # the panel names what is keyed (the field itself shows Blender's keyed colours)
     log = []
