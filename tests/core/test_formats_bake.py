@@ -255,6 +255,17 @@ def test_a_manifest_of_the_old_layout_is_ours(tmp_path):
                                        "frame_000003.npz"]
 
 
+def test_a_manifest_with_keyed_values_round_trips_and_lists_its_frames(tmp_path):
+    keyed = {"parameters": ["droplets.Kr", "landscape.uplift"],
+             "values": {"droplets.Kr": {"1": 0.1, "2": 0.5, "3": 0.9}}}
+    data = fmt.manifest("Dunes", 400, 1, 3, 300, 2298, 7, 29397, True, (), keyed)
+    assert data["keyed"] == keyed
+    assert "keyed" not in a_manifest(), "nothing keyed: no entry"
+    path = fmt.write_manifest(tmp_path / fmt.MANIFEST, data)
+    assert fmt.read_manifest(path) == data
+    assert fmt.manifest_files(data) == fmt.manifest_files(a_manifest())
+
+
 #: manifests that are not ours: what each changes
 FOREIGN_MANIFESTS = {
     "another schema": lambda m: m.update(schema=2),
