@@ -26,6 +26,10 @@ leaves the mesh as it was: a frame is checked whole before anything is written.
 The simulation runs whole rounds: when a round holds more particles than Particles per
 Frame, some frames get no round and repeat the one before. The bake says which (the
 manifest's ``repeats``, and the operator's report) and how to avoid it.
+
+Process parameters keyed on the timeline are read for every frame before the bake starts
+(features/keyed.py); the rounds that lead to a frame run with that frame's values, and
+the manifest records them (``keyed``).
 """
 
 from __future__ import annotations
