@@ -208,3 +208,24 @@ def test_every_process_parameter_can_be_keyed(blender):
         assert obj.keyframe_insert(f"terrain_erosion.{path}", frame=1), path
     assert set(te.features.keyed.keyed_parameters(obj)) == {
         "landscape.uplift", "ice.ela", "ice.ela_fraction", "wind.direction"}
+
+
+def test_the_values_read_for_a_bake_are_those_blender_shows_at_each_frame(blender):
+    """Whole numbers, switches and single-precision floats come out of the keyframes as
+    the animation system writes them into the fields."""
+    obj = add_grid(bpy, n=4)
+    s = obj.terrain_erosion
+    s.droplets.enabled, s.hydrology.enabled = True, True
+    key(obj, "hydrology", "spill", [(1, 3), (6, 17)])
+    key(obj, "hydrology", "sea", [(1, False), (4, True)])
+    key(obj, "hydrology", "drainage", [(1, 0.001), (6, 0.0123457)])
+    key(obj, "droplets", "Kd", [(2, 0.3), (5, 0.05)])
+    keyed = te.features.keyed.keyed_frames(obj, 1, 6)
+    assert keyed.keyed == ["droplets.Kd", "hydrology.drainage", "hydrology.sea",
+                           "hydrology.spill"]
+    for f in range(1, 7):
+        bpy.context.scene.frame_set(f)
+        assert keyed.frames[f - 1] == s.enabled_params(), f"frame {f}"
+    assert set(keyed.values) == set(keyed.keyed)
+    assert keyed.values["hydrology.sea"] == {"1": False, "2": False, "3": False,
+                                             "4": True, "5": True, "6": True}
