@@ -1,17 +1,22 @@
-"""A grid made twice as fine: the monotone cubic (Fritsch-Carlson, PCHIP) kernel and the
-volume every refined layer keeps (docs/refine.md).
+"""A grid made twice as fine: the monotone cubic kernel and the volume every refined
+layer keeps (docs/refine.md).
 
 A grid of ``n`` samples along an axis becomes ``2n - 1``: every sample is kept and a new
 one sits half-way between each pair, so the grid's extent (``(n - 1) x cell``) stays
-the same at half the cell size. Along an axis the new sample is the piecewise cubic
-Hermite interpolant at the interval's middle, ``(y0 + y1) / 2 + (m0 - m1) / 8`` (in
-samples), with the slopes ``m`` of Fritsch and Carlson (1980) as SciPy's
-``PchipInterpolator`` takes them: the harmonic mean of the two secants inside, 0 at a
-local extremum, the shape-preserving three-point formula at the ends. On a grid the
-interpolation is the tensor product: rows first, then columns. Every new sample then
-lies between the samples around it (a middle one between its interval's two ends, a
-centre one between its cell's four corners): no overshoot, no new peak or pit, a plane
-stays exactly a plane.
+the same at half the cell size. Along an axis the new sample is the cubic Hermite
+interpolant at the interval's middle, ``(y0 + y1) / 2 + (m0 - m1) / 8`` (in samples),
+with slopes limited in the manner of Fritsch and Carlson (1980): at each sample the
+slope of the parabola through it and its two neighbours (three-point at the ends),
+clamped to twice the smaller secant beside it. That bound keeps every new sample
+between its interval's two ends (a monotone run stays monotone, no overshoot, no new
+peak or pit), and, unlike PCHIP's zero slope at every local extremum, it does not
+flatten a summit or a valley floor that falls between samples. On a grid the
+interpolation is the tensor product, rows first, then columns, so a centre sample lies
+between its cell's four corners; where the two ends of one diagonal are both lower than
+the other two corners (a pass: water on the coarse grid crosses the cell only along that
+diagonal, as in a valley one cell wide running diagonally), the centre is kept no
+higher than the pass's higher end, so the valley is not dammed. A plane stays exactly
+a plane; a parabola is exact where no bound acts.
 
 Volumes are integrals over the grid's extent of the surface its samples span: a sample
 stands for the area nearer to it than to any other (a whole cell inside, half a cell
@@ -27,35 +32,24 @@ from . import parallel
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _inner_slope(left, right):
-    """Fritsch-Carlson slope at a sample between secants ``left`` and ``right`` (equal
-    spacing): 0 at an extremum, else their harmonic mean."""
-    if left * right <= 0.0:
-        return 0.0
-    return 2.0 * left * right / (left + right)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _end_slope(near, far):
-    """The shape-preserving three-point slope at an end whose first secant is ``near``
-    and second ``far`` (SciPy's PchipInterpolator)."""
-    m = 0.5 * (3.0 * near - far)
-    if m * near <= 0.0:
-        return 0.0
-    if near * far < 0.0 and abs(m) > abs(3.0 * near):
-        return 3.0 * near
-    return m
+def _limited(m, bound):
+    """``m`` clamped to -bound .. bound."""
+    return min(max(m, -bound), bound)
 
 
 @njit(cache=True, nogil=True)
 def _slope(y0, y1, y2, i, n):
     """Slope at sample ``i`` of ``n`` from the values at i-1, i, i+1 (``y0``, ``y1``,
-    ``y2``; at the first sample y0..y2 are samples 0..2, at the last n-3..n-1)."""
+    ``y2``; at the first sample y0..y2 are samples 0..2, at the last n-3..n-1): the
+    parabola's through the three, at most twice the secant of each interval the sample
+    bounds (so every new sample lies between its interval's ends)."""
+    left = y1 - y0
+    right = y2 - y1
     if i == 0:
-        return _end_slope(y1 - y0, y2 - y1)
+        return _limited(1.5 * left - 0.5 * right, 2.0 * abs(left))
     if i == n - 1:
-        return _end_slope(y2 - y1, y1 - y0)
-    return _inner_slope(y1 - y0, y2 - y1)
+        return _limited(1.5 * right - 0.5 * left, 2.0 * abs(right))
+    return _limited(0.5 * (left + right), 2.0 * min(abs(left), abs(right)))
 
 
 @njit(cache=True, nogil=True)
@@ -76,6 +70,20 @@ def _double_rows(a, out, first, last):
         dst[2 * n - 2] = src[n - 1]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _open_pass(v, a, d, b, c):
+    """A cell centre ``v`` no higher than a diagonal pass across the cell: corners
+    ``a`` and ``d`` (or ``b`` and ``c``) both below the other two, so water on the coarse
+    grid crosses from one to the other only along that diagonal."""
+    low = max(a, d)
+    if min(b, c) > low and v > low:
+        v = low
+    low = max(b, c)
+    if min(a, d) > low and v > low:
+        v = low
+    return v
+
+
 @njit(cache=True, nogil=True)
 def _odd_rows(out, first, last):
     """Odd rows ``2k + 1`` for k in ``first .. last-1`` of ``out`` from its even rows
@@ -90,7 +98,11 @@ def _odd_rows(out, first, last):
         for c in range(cols):
             m0 = _slope(out[lo0, c], out[lo0 + 2, c], out[lo0 + 4, c], k, n)
             m1 = _slope(out[lo1, c], out[lo1 + 2, c], out[lo1 + 4, c], k + 1, n)
-            out[2 * k + 1, c] = 0.5 * (out[a0, c] + out[a1, c]) + 0.125 * (m0 - m1)
+            v = 0.5 * (out[a0, c] + out[a1, c]) + 0.125 * (m0 - m1)
+            if c & 1:  # a cell's centre never dams a pass along a diagonal
+                v = _open_pass(v, out[a0, c - 1], out[a1, c + 1], out[a0, c + 1],
+                               out[a1, c - 1])
+            out[2 * k + 1, c] = v
 
 
 def double(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
