@@ -174,6 +174,26 @@ def test_every_lake_stays_at_its_spill_level_and_no_lake_appears():
     assert np.allclose(full[wet_f], f.pool[wet_f] * f.cell_size, atol=1e-6)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 24), st.integers(5, 24), st.integers(0, 10_000), st.floats(0.5, 6.0))
+def test_lakes_stay_level_and_no_lake_spills_on_any_terrain(rows, cols, seed, relief):
+    rng = np.random.default_rng(seed)
+    h = rng.normal(0.0, relief, (rows, cols)).cumsum(0).cumsum(1) * 0.2
+    t = Terrain.from_heights(h, CELL, world_units=False, pool=depression_depth(h))
+    f = refine(t)
+    wet = f.pool > 0
+    assert not (wet & ~stencil_any(t.pool > 0)).any()
+    surface = f.height() + f.pool
+    pad = np.pad(surface, 1, constant_values=np.inf)
+    lowest = np.min([pad[1 + dr:1 + dr + f.shape[0], 1 + dc:1 + dc + f.shape[1]]
+                     for dr in (-1, 0, 1) for dc in (-1, 0, 1)], axis=0)
+    tol = 1e-9 * (1.0 + np.abs(surface).max())
+    assert (lowest[wet] >= surface[wet] - tol).all()
+    # every coarse lake that was full is full on the fine grid
+    full = depression_depth(f.height())
+    assert np.allclose(full[wet], f.pool[wet], atol=tol)
+
+
 def test_no_new_closed_basin_deeper_than_a_metre():
     t = lake_terrain(n=49, seed=8)
     t.pool[...] = 0.0
