@@ -37,6 +37,12 @@ def _by_method(known: dict[str, Field]) -> dict[str, list[Field]]:
     return groups
 
 
+def _constant(a: np.ndarray) -> float | None:
+    """The one value of ``a`` when all its values are equal, else None."""
+    first = float(a.flat[0])
+    return first if bool((a == first).all()) else None
+
+
 def _amount(a: np.ndarray, scale: float, out: np.ndarray | None = None) -> np.ndarray:
     """An amount (>= 0) on the fine grid: interpolated, its volume kept by scaling,
     then in fine cell units (x ``scale``)."""
@@ -69,8 +75,11 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
     rows, cols = terrain.shape
     shape = (2 * rows - 1, 2 * cols - 1)
     area = float((shape[0] - 1) * (shape[1] - 1))
-    # the fine arrays, in the page slots a run's grids take (terrain.grid)
-    out = {name: grid(shape, slot) for slot, name in enumerate(known)}
+    # the fine arrays, in the page slots a run's grids take (terrain.grid); an array
+    # that is one value throughout stays one value (zeros cost nothing until written)
+    same = {name: _constant(getattr(terrain, name)) for name in known}
+    out = {name: grid(shape, slot, zeros=same[name] is not None)
+           for slot, name in enumerate(known)}
     # the ground surface: interpolated, its volume kept by a uniform shift
     base = groups["ground"][0]
     height = np.array(getattr(terrain, base.name))
@@ -80,8 +89,14 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
     shift = (4.0 * volume(height) - volume(ground)) / area
     ground += shift
     for f in groups["amount"] + groups["layer"] + groups["map"]:
-        _fine(f, getattr(terrain, f.name), out[f.name])
+        value = same[f.name]
+        if value is None:
+            _fine(f, getattr(terrain, f.name), out[f.name])
+        elif value != 0.0:  # its volume is kept as it is
+            out[f.name].fill(value * 2.0 if f.is_length else value)
     for f in groups["level"]:
+        if same[f.name] == 0.0:  # no water: none on the fine grid
+            continue
         depth = carry_levels(height, getattr(terrain, f.name), ground, shift, out[f.name])
         if f.is_length:
             depth *= 2.0
@@ -89,8 +104,9 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
     ground *= 2.0  # fine cell units
     for f in groups["layer"]:
         ground -= out[f.name]
-    for f in groups["rock"]:
-        out[f.name][...] = 0.0
+    for f in groups["rock"]:  # 0 without a column (zeros already when it was)
+        if same[f.name] != 0.0:
+            out[f.name].fill(0.0)
     fine = Terrain(**out, cell_size=terrain.cell_size / 2.0,
                    outflow=terrain.outflow * 8.0, rock=terrain.rock,
                    trees=np.array(terrain.trees, dtype=np.float64))
