@@ -14,7 +14,15 @@ import numpy as np
 from ..algorithms.strata import Strata
 from ..fields import REFINE, Field
 from ..kernels.refine import carry_levels, double, volume
-from ..terrain import Terrain, TerrainError, fields, grid
+from ..terrain import (
+    MAX_ABS_VALUE,
+    Terrain,
+    TerrainError,
+    check_cell_size,
+    fields,
+    grid,
+    range_error,
+)
 from .memory import check_refine
 
 
@@ -72,6 +80,10 @@ def refine(terrain: Terrain, available: int | None = None) -> Terrain:
     known = fields()
     groups = _by_method(known)
     check_refine(terrain.shape, len(terrain.changes), available)
+    check_cell_size(terrain.cell_size / 2.0)
+    for f in known.values():  # lengths double in the finer cells
+        if f.is_length and 2.0 * float(np.abs(getattr(terrain, f.name)).max()) > MAX_ABS_VALUE:
+            raise range_error(f.name, 2.0 * float(np.abs(getattr(terrain, f.name)).max()))
     rows, cols = terrain.shape
     shape = (2 * rows - 1, 2 * cols - 1)
     area = float((shape[0] - 1) * (shape[1] - 1))

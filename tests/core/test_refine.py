@@ -19,7 +19,7 @@ from simcore.generators.noise import fractal_terrain
 from simcore.kernels import parallel
 from simcore.kernels.refine import double, volume
 from simcore.kernels.sampling import corner_positions, sample_lattice
-from simcore.terrain import Terrain, fields
+from simcore.terrain import Terrain, TerrainError, fields
 
 CELL = 30.0
 
@@ -272,6 +272,14 @@ def test_an_array_without_a_refine_method_is_refused_by_name(monkeypatch):
     monkeypatch.setattr(module, "fields", lambda: extra)
     with pytest.raises(RefineError, match="'glacier' cannot be refined"):
         refine(lake_terrain())
+
+
+def test_a_terrain_whose_finer_cells_leave_the_allowed_range_is_refused():
+    t = Terrain.from_heights(np.full((5, 5), 6e8), 1.0, world_units=False)
+    with pytest.raises(TerrainError, match="'bedrock' has values up to 1.2e\\+09 cells"):
+        refine(t)
+    with pytest.raises(TerrainError, match="cell_size must be"):
+        refine(Terrain.from_heights(np.zeros((5, 5)), 1.5e-9))
 
 
 def test_every_shipped_array_says_how_it_is_refined():
