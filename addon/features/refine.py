@@ -127,6 +127,10 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
     n = len(me.vertices)
     co, quads = _lattice(rows, cols, g.x0, g.y0, g.cell_x / 2, g.cell_y / 2,
                          fine.height() * fine_unit)
+    normals = np.empty(len(me.polygons) * 3, np.float32)
+    me.polygons.foreach_get("normal", normals)
+    if normals[2::3].sum() < 0.0:  # the faces look down: so do the new ones
+        quads = np.ascontiguousarray(quads[:, ::-1])
     # what the new mesh gets, read from the old one before anything changes
     points, faces, corners = {}, {}, {}
     cells = _face_cells(me, g) if len(me.polygons) else None

@@ -68,6 +68,18 @@ def test_refine_keeps_the_object_its_size_settings_masks_and_layers(blender):
     assert weights[:, :7].min() == 1.0 and weights[:, 9:].max() == 0.0
 
 
+def test_faces_that_look_down_still_do(blender):
+    obj, _, _ = eroded_grid()
+    bpy.ops.object.mode_set(mode='EDIT')
+    bpy.ops.mesh.select_all(action='SELECT')
+    bpy.ops.mesh.flip_normals()
+    bpy.ops.object.mode_set(mode='OBJECT')
+    assert bpy.ops.terrain.refine() == {'FINISHED'}
+    normals = np.empty(len(obj.data.polygons) * 3, np.float32)
+    obj.data.polygons.foreach_get("normal", normals)
+    assert (normals[2::3] < 0).all()
+
+
 def test_a_non_grid_is_refused_and_left_as_it_was(blender):
     bpy.ops.mesh.primitive_uv_sphere_add()
     sphere = bpy.context.active_object
