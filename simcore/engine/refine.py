@@ -36,8 +36,9 @@ def _by_method(known: dict[str, Field]) -> dict[str, list[Field]]:
     groups: dict[str, list[Field]] = {m: [] for m in REFINE}
     for f in known.values():
         if f.refine not in REFINE:
-            raise RefineError(f"the terrain array '{f.name}' cannot be refined (its "
-                              "descriptor gives no 'refine' method); nothing was written")
+            raise RefineError(f"the terrain array '{f.name}' cannot be refined: its "
+                              "descriptor gives no 'refine' method (simcore/fields.py "
+                              "REFINE); nothing was written")
         groups[f.refine].append(f)
     if len(groups["ground"]) != 1:
         raise RefineError("a refinement needs exactly one 'ground' array, got "
