@@ -49,6 +49,7 @@ else:
         operators,
         panels,
         preferences,
+        refine,
         report_ui,
         ridges,
         rock,
@@ -58,7 +59,7 @@ else:
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
                 export, ice_surface, water_data, bake, ridges, masks, warmup, report_ui, material,
-                engine_tiles, rock)
+                engine_tiles, rock, refine)
 
 
 def register() -> None:

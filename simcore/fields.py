@@ -20,6 +20,21 @@ KINDS = {
     "factor": "factor",    # a dimensionless multiplier or weight >= 0
 }
 
+#: how a grid twice as fine carries an array (``Field.refine``; simcore/engine/refine.py,
+#: docs/refine.md): every interpolation is the monotone cubic of kernels/refine.py
+REFINE = {
+    "ground": "the solid ground under its layers: the ground surface (this array plus "
+              "its 'layer' arrays) is interpolated, its volume kept by a uniform shift, "
+              "and this array is what lies under the refined layers",
+    "layer": "a layer of the ground (part of its surface): an amount, as 'amount'",
+    "amount": "an amount of material (>= 0): interpolated, then scaled so its volume "
+              "is kept; zero stays zero",
+    "level": "water standing on the ground: its surface level is carried (a lake stays "
+             "level at its spill level), its depth is what lies below that level",
+    "map": "a map: interpolated (its range kept)",
+    "rock": "found again from the rock column at the refined bedrock",
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class Field:
@@ -43,10 +58,16 @@ class Field:
     #: what keeps the array up to date when no process writes it (the simulation, from
     #: the rock column): shown in the docs' table
     kept_by: str = ""
+    #: how a refinement to a grid twice as fine carries the array (a key of
+    #: :data:`REFINE`); "": it cannot be carried, and a refinement refuses the terrain
+    refine: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"field '{self.name}': unknown kind '{self.kind}'")
+        if self.refine and self.refine not in REFINE:
+            raise ValueError(f"field '{self.name}': unknown refine '{self.refine}'; "
+                             f"known: {', '.join(REFINE)}")
 
     @property
     def unit(self) -> str:
@@ -62,26 +83,27 @@ class Field:
 
 #: Arrays of the terrain model itself, shared by every process.
 CORE_FIELDS: tuple[Field, ...] = (
-    Field("bedrock", "length", "solid ground height", exact="te_bedrock"),
+    Field("bedrock", "length", "solid ground height", exact="te_bedrock", refine="ground"),
     Field("sediment", "depth", "loose material on the bedrock", lo=0.0,
-          color="te_sediment", exact="te_sediment_depth"),
-    Field("eroded", "depth", "material removed here so far", lo=0.0, exact="te_eroded"),
+          color="te_sediment", exact="te_sediment_depth", refine="layer"),
+    Field("eroded", "depth", "material removed here so far", lo=0.0, exact="te_eroded",
+          refine="amount"),
     Field("deposited", "depth", "material laid down here so far", lo=0.0,
-          exact="te_deposited"),
+          exact="te_deposited", refine="amount"),
     Field("erodibility", "factor", "bedrock softness factor (1 = as soft as sediment; "
           "above 1 speeds the landscape's stream power and weathering, particles take "
           "rock at most as readily as sediment)",
-          default=1.0, lo=0.0, hi=10.0, input=True),
+          default=1.0, lo=0.0, hi=10.0, input=True, refine="map"),
     Field("rain", "factor", "relative droplet start weight per cell", default=1.0, lo=0.0,
-          input=True),
+          input=True, refine="map"),
     Field("protect", "fraction", "how much of every change is held back (1 = the cell "
-          "never changes)", lo=0.0, hi=1.0, input=True),
+          "never changes)", lo=0.0, hi=1.0, input=True, refine="map"),
     Field("tree_seeding", "fraction", "chance a tree may take root here", default=1.0,
-          lo=0.0, hi=1.0, input=True),
+          lo=0.0, hi=1.0, input=True, refine="map"),
     Field("rock_layer", "factor", "the rock layer of the column at the bedrock's top: its "
           "index (0 = the column's first) plus how deep inside it (0..1); 0 without a "
           "rock column", lo=0.0, exact="te_rock_layer",
-          kept_by="the simulation, from the rock column"),
+          kept_by="the simulation, from the rock column", refine="rock"),
 )
 
 #: Units of the .npz entries that are not terrain arrays.

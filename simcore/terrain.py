@@ -44,8 +44,9 @@ _PAGE = 4096
 _LINE = 64
 
 
-def grid(shape: tuple[int, ...], slot: int) -> np.ndarray:
-    """An uninitialised float64 grid whose first cell sits ``slot`` x 9 cache lines into
+def grid(shape: tuple[int, ...], slot: int, zeros: bool = False) -> np.ndarray:
+    """An uninitialised (``zeros``: zero) float64 grid whose first cell sits ``slot`` x 9
+    cache lines into
     a 4 KiB page. Large arrays come from the system as whole pages, so every grid would
     start at the same place in its page, and cell k of each grid would share its
     address's low 12 bits: the kernels that touch cell k in five or six grids then evict
@@ -53,7 +54,8 @@ def grid(shape: tuple[int, ...], slot: int) -> np.ndarray:
     aliasing), which made a droplet step 1.5x slower on 2048^2 grids. Grids in
     different slots do not collide."""
     n = int(np.prod(shape))
-    buf = np.empty(n + (_PAGE + _LINE) // 8)
+    # zeros come from the system as untouched zero pages: no cost until written
+    buf = (np.zeros if zeros else np.empty)(n + (_PAGE + _LINE) // 8)
     skip = ((_offset(slot) - buf.ctypes.data) % _PAGE) // 8
     return buf[skip:skip + n].reshape(shape)
 

@@ -150,6 +150,38 @@ def halt_all_runs() -> None:
         runner.halt()
 
 
+def read_state(me: bpy.types.Mesh, grid: gridio.Grid, z: np.ndarray,
+               scale) -> tuple[Terrain, bool]:
+    """Terrain from the stored float layers when they still match the mesh (a saved
+    .blend resumes); otherwise fresh from the heights. The layers are in local units:
+    lengths / height_unit are simcore's cell units, on world cells of the real size."""
+    g, unit, world_cell = grid, scale.height_unit, scale.world_cell
+    layers = {name: gridio.read_float_layer(me, attr, g)
+              for name, attr in gridio.FLOAT_LAYERS.items()}
+    bedrock, sediment = layers["bedrock"], layers["sediment"]
+    resumed = (bedrock is not None and sediment is not None
+               and np.allclose(bedrock + sediment, z, rtol=0,
+                               atol=1e-4 * max(1.0, float(np.abs(z).max()))))
+    if not resumed:
+        return Terrain.from_heights(z / unit, world_cell, world_units=False), False
+    arrays = {}
+    for name, values in layers.items():
+        # the rock layer is the column's at the bedrock: the Simulation works it out
+        if values is None or name in ("bedrock", "sediment", "rock_layer"):
+            continue
+        length = name in gridio.LENGTH_LAYERS
+        arrays[name] = np.maximum(values / unit if length else np.clip(values, 0, 1), 0.0)
+    sediment = np.maximum(sediment, 0.0)
+    terrain = Terrain.from_heights((z - sediment) / unit, world_cell, world_units=False,
+                                   sediment=sediment / unit, **arrays)
+    return terrain, True
+
+
+def running_on(obj: bpy.types.Object) -> bool:
+    """True while a run (modal or batch) works on ``obj``."""
+    return any(j.obj_uid == obj.session_uid for j in list(_jobs))
+
+
 def _refuse_bad_mesh(obj: bpy.types.Object, z: np.ndarray) -> None:
     """Refuse a run on NaN/inf heights ``z`` or on attributes named like the add-on's
     layers but of another kind (the run would replace them)."""
@@ -297,29 +329,8 @@ class ErosionJob:
 
     # -- state ---------------------------------------------------------------------
     def _read_state(self, me: bpy.types.Mesh, z: np.ndarray) -> tuple[Terrain, bool]:
-        """Terrain from the stored float layers when they still match the mesh (a saved
-        .blend resumes); otherwise fresh from the heights. The layers are in local units:
-        lengths / height_unit are simcore's cell units, on world cells of the real size."""
-        g, unit, world_cell = self.grid, self.scale.height_unit, self.scale.world_cell
-        layers = {name: gridio.read_float_layer(me, attr, g)
-                  for name, attr in gridio.FLOAT_LAYERS.items()}
-        bedrock, sediment = layers["bedrock"], layers["sediment"]
-        resumed = (bedrock is not None and sediment is not None
-                   and np.allclose(bedrock + sediment, z, rtol=0,
-                                   atol=1e-4 * max(1.0, float(np.abs(z).max()))))
-        if not resumed:
-            return Terrain.from_heights(z / unit, world_cell, world_units=False), False
-        arrays = {}
-        for name, values in layers.items():
-            # the rock layer is the column's at the bedrock: the Simulation works it out
-            if values is None or name in ("bedrock", "sediment", "rock_layer"):
-                continue
-            length = name in gridio.LENGTH_LAYERS
-            arrays[name] = np.maximum(values / unit if length else np.clip(values, 0, 1), 0.0)
-        sediment = np.maximum(sediment, 0.0)
-        terrain = Terrain.from_heights((z - sediment) / unit, world_cell, world_units=False,
-                                       sediment=sediment / unit, **arrays)
-        return terrain, True
+        """Terrain from the stored float layers (:func:`read_state`)."""
+        return read_state(me, self.grid, z, self.scale)
 
     def _read_changes(self, me: bpy.types.Mesh, terrain: Terrain) -> None:
         """Each process's change so far from its ``te_change_<process>`` layer (local

@@ -6,6 +6,7 @@
     python -m simcore shade --input eroded.npz --output eroded.png
     python -m simcore report eroded.npz
     python -m simcore export eroded.npz --output eroded.exr
+    python -m simcore refine eroded.npz --output fine.npz
     python -m simcore sweep --preset default,alpine --seed 1..4 --input maps/*.npy --output sw/
     python -m simcore tile --input world.npy --cell-size 30 --tiles 2 --output world.zarr
 """
@@ -17,7 +18,18 @@ import sys
 
 from ..errors import CliError, UserError
 from ..pipeline.arguments import overrides
-from . import engine_tiles, erode, export, generate, presets, report, shade, sweep, tile
+from . import (
+    engine_tiles,
+    erode,
+    export,
+    generate,
+    presets,
+    refine,
+    report,
+    shade,
+    sweep,
+    tile,
+)
 
 __all__ = ["CliError", "build_parser", "main", "overrides"]
 
@@ -29,6 +41,7 @@ examples:
       --particles 500000 --set droplets.Kq=20 --set droplets.Ki=0.3
   python -m simcore erode --preset default --input state.npz --output more.npz  # resume
   python -m simcore export state.npz --output state.exr  # every layer, one EXR
+  python -m simcore refine state.npz --output fine.npz  # twice as fine, whole state
 
 heights in .npy files are world units; --cell-size is the world distance between
 neighbouring samples (default 1; `generate` makes 30 m cells and prints the value to
@@ -65,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     presets.add_parser(sub)
     report.add_parser(sub)
     export.add_parser(sub)
+    refine.add_parser(sub)
     engine_tiles.add_parser(sub)
     shade.add_parser(sub)
     sweep.add_parser(sub)

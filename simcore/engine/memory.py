@@ -118,3 +118,39 @@ def check_grid_run(shape: tuple[int, int], processes: Iterable[str]) -> None:
         raise ResourceError(f"grid {rows}x{cols} is larger than {MAX_SIDE}x{MAX_SIDE}; "
                             "downsample it first")
     check_run(rows * cols, processes, f"eroding a {rows}x{cols} grid")
+
+
+#: fine grids a refinement keeps beside the refined arrays: the ground surface, one
+#: array being interpolated, the coarse ground and water surfaces
+REFINE_SCRATCH_GRIDS = 3
+
+
+def refine_bytes(shape: tuple[int, int], changes: int) -> int:
+    """Bytes a refinement of a ``rows x cols`` terrain with ``changes`` change records
+    needs: the coarse arrays, the arrays of the grid twice as fine and its scratch."""
+    rows, cols = shape
+    fine = (2 * rows - 1) * (2 * cols - 1)
+    per_grid = len(FIELDS) + changes
+    return 8 * (per_grid * rows * cols + (per_grid + REFINE_SCRATCH_GRIDS) * fine)
+
+
+def check_refine(shape: tuple[int, int], changes: int, available: int | None = None) -> None:
+    """Refuse a refinement larger than the core takes or one that would not fit in the
+    memory available now (or ``available`` bytes): a ResourceError saying what it
+    needs, what is free and what to do. Nothing is checked when the available memory
+    is unknown."""
+    from ..terrain import MAX_SIDE
+    rows, cols = shape
+    fine = (2 * rows - 1, 2 * cols - 1)
+    if max(fine) > MAX_SIDE:
+        raise ResourceError(f"refining a {rows}x{cols} grid makes {fine[0]}x{fine[1]}, larger "
+                            f"than {MAX_SIDE}x{MAX_SIDE}; refine a grid of at most "
+                            f"{(MAX_SIDE + 1) // 2} a side")
+    need = refine_bytes(shape, changes)
+    have = fileio.available_memory() if available is None else available
+    if have is None or need <= have:
+        return
+    raise ResourceError(
+        f"refining a {rows}x{cols} grid to {fine[0]}x{fine[1]} needs about "
+        f"{fileio._mb(need)} of memory but only {fileio._mb(have)} is available; close "
+        "other programs or refine a smaller grid")

@@ -860,7 +860,7 @@ PROCESS = Process(
     reads=("bedrock", "sediment", "erodibility", "rain", "stream", "pool", "vegetation"),
     writes=("bedrock", "sediment", "eroded", "deposited", "stream", "pool"),
     fields=(Field("stream", "fraction", "time-averaged presence of flowing water", lo=0.0,
-                  hi=1.0, color="te_streams", exact="te_stream"),
+                  hi=1.0, color="te_streams", exact="te_stream", refine="map"),
             Field("pool", "depth", "depth of standing water", lo=0.0, color="te_pools",
-                  exact="te_pool_depth")),
+                  exact="te_pool_depth", refine="level")),
     relevel=level_lakes, moves_water=True, bytes_per_cell=32, reach="map")

@@ -378,5 +378,6 @@ PROCESS = Process(
     order=6, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain", "ice", "snow"),
     writes=("bedrock", "sediment", "eroded", "deposited", "ice", "snow"),
-    fields=(Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice"),),
+    fields=(Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice",
+                  refine="amount"),),
     passes=steps, advice=advice, bytes_per_cell=113, reach="map")

@@ -486,9 +486,9 @@ def advice(params: LandscapeParams, cell_size: float) -> str | None:
 
 FIELDS = (
     Field("uplift", "factor", "relative rock uplift rate (x the landscape's uplift)",
-          default=1.0, lo=0.0, hi=100.0, input=True),
+          default=1.0, lo=0.0, hi=100.0, input=True, refine="map"),
     Field("uplifted", "length", "rock raised by tectonic uplift here so far", lo=0.0,
-          exact="te_uplifted", source=True),
+          exact="te_uplifted", source=True, refine="amount"),
 )
 
 # first in a round: the large-scale valleys, then particles add the detail

@@ -563,7 +563,7 @@ def advice(params: SnowParams, cell_size: float) -> str | None:
 
 
 FIELDS = (
-    Field("snow", "depth", "depth of lying snow", lo=0.0, exact="te_snow"),
+    Field("snow", "depth", "depth of lying snow", lo=0.0, exact="te_snow", refine="amount"),
 )
 
 # after the processes that move ground (so it lies on the round's ground), before trees

@@ -312,5 +312,5 @@ PROCESS = Process(
                              "vegetation"),
     writes=("vegetation", "trees"),
     fields=(Field("vegetation", "fraction", "tree/root density", lo=0.0, hi=1.0,
-                  color="te_trees", exact="te_vegetation"),), per_rain=per_rain,
+                  color="te_trees", exact="te_vegetation", refine="map"),), per_rain=per_rain,
     per_area=per_area)

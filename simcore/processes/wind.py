@@ -659,5 +659,6 @@ PROCESS = Process(
     stream=STREAM_ID, reads=("bedrock", "sediment", "erodibility", "wind"),
     writes=("bedrock", "sediment", "eroded", "deposited", "wind"),
     fields=(Field("wind", "fraction", "time-averaged wind-surface contact", lo=0.0, hi=1.0,
-                  color="te_wind", exact="te_wind_contact"),), advice=advice,
+                  color="te_wind", exact="te_wind_contact",
+                  refine="map"),), advice=advice,
     bytes_per_cell=2, reach="map")
