@@ -16,7 +16,8 @@ add up to ``age``):
 3. The bed erodes under sliding ice, ``K_g |u_b|^l`` a year (``erosion``,
    ``erosion_exponent``; Herman et al. 2015), x the erodibility (sediment first, then
    rock, :func:`kernels.primitives.exchange`). ``u_b`` is the pass's mean sliding
-   speed from the ice that actually flowed.
+   speed from the ice that actually flowed. The ice wears the bed at right angles to
+   it, so a wall lowers by ``sqrt(1 + slope^2)`` times that (at most MAX_NORMAL).
 4. The rock taken rides with the ice and is laid down where it melts (moraines at the
    front and the sides); what reaches the map's edge leaves it.
 5. The ice thickness is carried back to the terrain's cells: the flow grid's surface
@@ -52,9 +53,12 @@ STEP_CHANGE = 10.0
 MAX_SOLVER_STEP = 10.0
 #: the most a cell's ground rises a year under the debris the ice lays (m/yr): what
 #: more reaches it runs on with the meltwater
-MORAINE_RATE = 0.01
+MORAINE_RATE = 0.002
 #: the most driving stress the erosion counts, in units of 100 kPa
 MAX_STRESS = 2.0
+#: the most the ground lowers per metre the ice wears its bed (at right angles to the
+#: bed): the factor of a 60 degree wall; steeper walls are the hillslopes' to break
+MAX_NORMAL = 2.0
 #: bed slopes against the flow steeper than this x the ice surface slope do not erode
 ADVERSE = 1.5
 #: how far above the summits the equilibrium line ends a retreat (m)
@@ -280,6 +284,7 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         # the share of the flow cells around with ice: no step at the ice's edge
         under = _interpolate((thick_sum > 0.0).astype(float), ground.shape, f)
         under[_adverse(surface, ground, cell)] = 0.0
+        under *= _normal(ground, cell)
         dig = under * (params.erosion * speed ** params.erosion_exponent * years / cell)
         flat = terrain.bedrock.reshape(-1)
         taken = np.zeros(flat.size)
@@ -327,6 +332,15 @@ def _smooth(grid: np.ndarray, f: int) -> np.ndarray:
             lo = np.take(c, np.arange(n), axis=axis)
             out = (hi - lo) / f
     return out
+
+
+def _normal(ground: np.ndarray, cell: float) -> np.ndarray:
+    """Metres the ground lowers per metre the ice wears its bed, which it wears at
+    right angles to the bed: ``sqrt(1 + |grad b|^2)``, at most MAX_NORMAL. On a valley's
+    walls the ice takes more height than on its floor, which widens the floor (the
+    cross-section models of Harbor 1992)."""
+    gy, gx = np.gradient(ground, cell)
+    return np.minimum(np.sqrt(1.0 + gx * gx + gy * gy), MAX_NORMAL)
 
 
 def _adverse(surface: np.ndarray, bed: np.ndarray, cell: float) -> np.ndarray:
