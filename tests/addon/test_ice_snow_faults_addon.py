@@ -111,14 +111,15 @@ def test_nan_in_an_ice_or_snow_layer_is_refused_and_the_mesh_stays(blender, laye
 
 
 def test_a_run_of_absurd_length_is_refused_before_any_work(blender):
-    obj = add_grid(bpy, n=16, size=2.0, relief=0.6, name="Peak")
+    obj = add_grid(bpy, n=64, size=2.0, relief=0.6, name="Peak")
     bpy.context.view_layer.objects.active = obj
     s = obj.terrain_erosion
-    s.ice.enabled = True
-    s.ice.age, s.ice.time_step = 1.0e9, 1.0  # a billion passes
+    s.snow.enabled = True
+    s.snow.years, s.snow.time_step = 1.0e6, 0.01  # 1e8 passes x 4096 cells
+    assert (s.snow.years, s.snow.time_step) == (1.0e6, 0.01), "not clamped"
     before = mesh_state(obj.data)
-    with pytest.raises(RuntimeError, match=r"ice: 1,000,000,000 passes .* raise its time "
-                                           r"step or lower its age"):
+    with pytest.raises(RuntimeError, match=r"snow: 100,000,000 passes .* raise its "
+                                           r"time_step or lower its years"):
         bpy.ops.terrain.erode()
     assert same_state(before, mesh_state(obj.data))
     assert s.rounds_done == 0
