@@ -1,16 +1,44 @@
 """How long a run will take, said before it starts.
 
 Each process declares what one item of its batch costs (``Process.work``: a pass over
-the grid costs its cells, a particle one unit, a droplet its step limit) and how many
-seconds a unit takes (``Process.seconds_per_unit``). A run's estimate is the sum over
-its processes of items x units x seconds. The constants were measured on the machine
-the project is developed on (2 cores, 2 threads) by ``benchmarks/bench_timing.py``,
-each process alone with its default parameters on drained uplands of 30 m cells at
-128² and 256²: the seconds per unit are the mean of the two sizes (the spread between
-them is in the benchmark's table). The estimate covers the simulation's work only
-(not loading, saving or the add-on's write-back), is for the thread count of the
-measurement, and is meant to tell a minute from an hour: it came within a factor of
-three of measured runs (docs/usage.md lists them).
+the grid costs its cells, a droplet its step limit, a river particle the map's side,
+any other item one unit) and how many seconds a unit takes (``Process.seconds_per_unit``).
+A run's estimate is the sum over its processes of items x units x seconds, plus each
+round's own cost per cell and process (:data:`ROUND_SECONDS_PER_CELL`).
+
+The constants come from ``python -m benchmarks.bench_timing``: each process alone, its
+default parameters, on drained uplands of 30 m cells at 128² and 256², on the 2-core
+development machine (2 threads) while other work shared it (wall time, so the load is
+in them). Seconds per unit, at 128² / 256², and the value declared (their mean):
+
+==========  ============  ============  ==========  ====================================
+process     128²          256²          declared    unit
+==========  ============  ============  ==========  ====================================
+landscape   2.3e-7        1.7e-7        2.0e-7      a cell of a pass
+ice         9.4e-7        8.1e-7        8.8e-7      a cell of a pass
+snow        6.3e-7        5.8e-7        6.0e-7      a cell of a pass
+thermal     4.9e-7        2.2e-7        3.6e-7      a cell of a pass (less where a round
+                                                    brings less rain per area)
+droplets    1.2e-8        1.2e-8        1.2e-8      a step of a droplet's step limit
+hydrology   3.8e-8        1.3e-7        8.4e-8      a particle x the map's side (cells);
+                                                    grows as lakes fill
+snowball    1.4e-5        1.5e-5        1.4e-5      a snowball
+wind        6.6e-6        7.1e-6        6.8e-6      a particle
+trees       3.1e-3        2.3e-3        2.7e-3      a growth cycle
+a round     1.8e-8        5.8e-9        1.2e-8      a cell, per enabled process
+==========  ============  ============  ==========  ====================================
+
+Checks, whole runs with the presets' rain per area on the same uplands (the benchmark's
+``CASES``; measured / estimated seconds, the machine shared): ``default`` at 256² 12.9 /
+5.2 and 8.0 / 5.2, ``droplets_only`` at 512² 47.6 / 59.2, ``alpine`` at 256² 2.1 / 3.6,
+ice (20,000 years) with snow (200 years) at 128² 11.7 / 6.5: 0.6 to 2.5 times the
+estimate; ``python -m simcore erode --preset default`` on the 256² uplands of ``generate
+--seed 4``: 6.7 s (5.5 s of CPU on both threads), estimate 5.2 s. The README's
+performance table, taken on an idle machine, has that run at 0.86 s and at 2048² (3.75 m
+cells) at 65.5 s, where the model says 158 s: on an idle machine runs take less than
+the estimate, down to a sixth of it. The estimate covers the simulation's work only
+(not loading, saving or the add-on's write-back) and is meant to tell a minute from an
+hour.
 """
 
 from __future__ import annotations
