@@ -646,14 +646,16 @@ def test_cli_refuses_absurd_ice_and_snow_values_and_keeps_the_earlier_output(
     assert _sha(out) == before and leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("value", [np.nan, np.inf, -1.0])
 @pytest.mark.parametrize("field", ["ice", "snow"])
-def test_a_state_with_nan_ice_or_snow_is_refused_before_any_work(tmp_path, capsys, field):
+def test_a_state_with_nan_or_negative_ice_or_snow_is_refused_before_any_work(
+        tmp_path, capsys, field, value):
     t = _icy_terrain()
     src = save_state(tmp_path / "in.npz", t, {"seed": 1})
     with np.load(src) as z:
         arrays = {k: z[k] for k in z.files}
     arrays[field] = arrays[field].copy()
-    arrays[field][3, 4] = np.nan
+    arrays[field][3, 4] = value
     np.savez(src, **arrays)
     out = tmp_path / "out.npz"
     out.write_bytes(PREVIOUS)
