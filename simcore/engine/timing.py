@@ -43,6 +43,7 @@ hour.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..kernels import parallel
@@ -82,14 +83,34 @@ def run_seconds(processes: dict[str, Params], shape: tuple[int, int],
             * PROCESSES[name].seconds_per_unit for name, params in processes.items()}
 
 
+def rounds_seconds(processes: dict[str, Params], shape: tuple[int, int],
+                   start_rounds: int, end_rounds: int) -> float:
+    """Estimated seconds of rounds ``start_rounds .. end_rounds`` of ``processes`` on a
+    ``rows x cols`` grid: their work and the rounds' own cost."""
+    rounds = max(0, end_rounds - start_rounds)
+    return (sum(run_seconds(processes, shape, start_rounds, end_rounds).values())
+            + rounds * shape[0] * shape[1] * len(processes) * ROUND_SECONDS_PER_CELL)
+
+
 def simulation_seconds(sim: Any) -> float:
     """Estimated seconds of the work a :class:`~simcore.engine.simulation.Simulation`
     has left (its run params: grid passes scaled by the rain per area)."""
-    rows, cols = sim.terrain.shape
-    rounds = max(0, sim.target_rounds - sim.rounds_done)
-    return (sum(run_seconds(sim._run_params, sim.terrain.shape, sim.rounds_done,
-                            sim.target_rounds).values())
-            + rounds * rows * cols * len(sim.processes) * ROUND_SECONDS_PER_CELL)
+    return rounds_seconds(sim._run_params, sim.terrain.shape, sim.rounds_done,
+                          sim.target_rounds)
+
+
+def plan_seconds(processes: dict[str, Params], shape: tuple[int, int], particles: int,
+                 rounds_done: int = 0) -> float:
+    """Estimated seconds of a run not made yet: ``particles`` of work from round
+    ``rounds_done`` on a ``rows x cols`` grid, counted in rounds as the Simulation
+    counts them (whole rounds, at least the rounds of a fixed amount of work)."""
+    if not processes:
+        return 0.0
+    per_round = sum(int(p.batch) for p in processes.values())
+    fixed = [math.ceil(PROCESSES[n].passes(p) / int(p.batch))  # type: ignore[misc]
+             for n, p in processes.items() if PROCESSES[n].passes is not None]
+    end = max(rounds_done + math.ceil(particles / per_round), *fixed, 0)
+    return rounds_seconds(processes, shape, rounds_done, end)
 
 
 def duration(seconds: float) -> str:
@@ -108,9 +129,14 @@ def long_run_note(sim: Any, threshold: float = LONG_RUN_SECONDS) -> str | None:
     """The line a front end shows before a run estimated past ``threshold`` seconds
     ("estimate: about 6 min of work at this machine's speed (2 threads)"); None for a
     shorter run."""
-    seconds = simulation_seconds(sim)
+    return note(simulation_seconds(sim), threshold)
+
+
+def note(seconds: float, threshold: float = LONG_RUN_SECONDS, what: str = "") -> str | None:
+    """"estimate: about <seconds> of work<what> at this machine's speed (N threads)" past
+    ``threshold`` seconds, else None."""
     if seconds <= threshold:
         return None
     n = parallel.threads()
-    return (f"estimate: about {duration(seconds)} of work at this machine's speed "
+    return (f"estimate: about {duration(seconds)} of work{what} at this machine's speed "
             f"({n} thread{'s' if n != 1 else ''})")

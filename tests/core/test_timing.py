@@ -119,3 +119,56 @@ def test_a_long_run_prints_its_estimate_before_any_work(tmp_path):
     assert lines[0].startswith("eroding 64x64"), "after the header, before any progress"
     assert child.returncode == 130, rest
     assert not out.exists()
+
+
+@pytest.mark.parametrize("processes, particles, done", [
+    ({"droplets": {}, "thermal": {}}, 50_000, 0),
+    ({"landscape": {"age": 3e5, "time_step": 1e4}, "droplets": {}}, 5_000, 1),
+    ({"ice": {"age": 500.0, "time_step": 100.0}, "snow": {"years": 7.0}}, 1, 0),
+])
+def test_a_plan_is_estimated_as_the_simulation_it_becomes(processes, particles, done):
+    params = {n: process_params(n, v) for n, v in processes.items()}
+    sim = _sim(40, params, particles=particles)
+    sim = Simulation(sim.terrain, params, particles=particles, rounds_done=done)
+    assert timing.plan_seconds(params, (40, 40), particles, done) == pytest.approx(
+        timing.simulation_seconds(sim), rel=1e-12)
+
+
+def _sweep(tmp_path, monkeypatch, capsys, sets):
+    """``sweep`` of two seeds on a 64² map, interrupted (Ctrl+C) before its first result,
+    with no cluster: (exit code, stderr)."""
+    from simcore.distributed import cluster
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cluster, "run_tasks", interrupted)
+    monkeypatch.setattr(cluster, "client", lambda **kw: __import__("contextlib").nullcontext())
+    src = tmp_path / "m.npy"
+    np.save(src, fractal_terrain(64, seed=1) * 30.0)
+    flags = [f for k, v in sets.items() for f in ("--set", f"{k}={v}")]
+    code = main(["sweep", "--preset", "default", "--seed", "1,2", "--input", str(src),
+                 "--cell-size", "30", "--output", str(tmp_path / "sw"), *flags])
+    return code, capsys.readouterr().err
+
+
+def test_a_long_sweep_prints_the_estimate_of_all_its_runs_before_they_start(
+        tmp_path, monkeypatch, capsys):
+    sets = {"droplets.enabled": "false", "landscape.enabled": "true",
+            "landscape.age": "2e8", "landscape.time_step": "100", "particles": "1"}
+    code, err = _sweep(tmp_path, monkeypatch, capsys, sets)
+    assert code == 130, err
+    lines = err.splitlines()
+    assert lines[0].startswith("estimate: about ") and "of work in 2 runs" in lines[0], err
+    # two runs of what erode would estimate for one
+    preset = find_preset("default").with_overrides(
+        {"droplets.enabled": False, "landscape.enabled": True, "landscape.age": 2e8,
+         "landscape.time_step": 100.0, "particles": 1})
+    terrain = Terrain.from_heights(np.load(tmp_path / "m.npy"), 30.0)
+    one = timing.simulation_seconds(Simulation(terrain, preset.enabled_params(),
+                                               particles=preset.work(terrain)))
+    assert lines[0] == timing.note(2 * one, what=" in 2 runs")
+
+
+def test_a_short_sweep_prints_no_estimate(tmp_path, monkeypatch, capsys):
+    code, err = _sweep(tmp_path, monkeypatch, capsys, {"particles": "60"})
+    assert code == 130 and "estimate" not in err, err
