@@ -237,8 +237,8 @@ def sweep_seconds(inputs: list[str], presets: list[str], seeds: list[int],
                   cell_size: float | None = None, particles: int | None = None,
                   sets: dict[str, Any] | None = None) -> float:
     """Estimated seconds of work of every run of a sweep (simcore/engine/timing.py), each
-    run's grid and scale taken as ``_run`` takes them; an input that cannot be read
-    counts nothing (its runs fail)."""
+    run's grid and scale taken as ``_run`` takes them (a state is loaded for its cell
+    size and rounds); an input that cannot be read counts nothing (its runs fail)."""
     import types
 
     from ..engine.timing import plan_seconds
@@ -267,8 +267,8 @@ def sweep_seconds(inputs: list[str], presets: list[str], seeds: list[int],
                             if meta and meta.get("seed") == preset.seed else 0)
                     total += plan_seconds(preset.enabled_params(), shape, preset.work(
                         types.SimpleNamespace(shape=shape, cell_size=world)), done)
-        except UserError:
-            continue
+        except (UserError, OSError, ValueError, MemoryError):
+            continue  # its runs fail and say why
     return total
 
 
