@@ -172,3 +172,30 @@ def test_a_long_sweep_prints_the_estimate_of_all_its_runs_before_they_start(
 def test_a_short_sweep_prints_no_estimate(tmp_path, monkeypatch, capsys):
     code, err = _sweep(tmp_path, monkeypatch, capsys, {"particles": "60"})
     assert code == 130 and "estimate" not in err, err
+
+
+@pytest.mark.parametrize("sets, long", [
+    ({"droplets.enabled": "false", "landscape.enabled": "true", "landscape.age": "2e8",
+      "landscape.time_step": "100", "particles": "1"}, True),
+    ({"particles": "60"}, False)])
+def test_tile_prints_the_worlds_estimate_before_its_cluster_starts(
+        tmp_path, monkeypatch, capsys, sets, long):
+    """The cluster's start interrupted (Ctrl+C): the estimate came before it, for a
+    long run only."""
+    from simcore.distributed import cluster
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cluster, "client", interrupted)
+    src = tmp_path / "m.npy"
+    np.save(src, fractal_terrain(64, seed=1) * 30.0)
+    flags = [f for k, v in sets.items() for f in ("--set", f"{k}={v}")]
+    code = main(["tile", "--input", str(src), "--cell-size", "30", "--tiles", "2",
+                 "--output", str(tmp_path / "w.zarr"), *flags])
+    err = capsys.readouterr().err
+    assert code == 130, err
+    if long:
+        assert err.startswith("estimate: about ") and "the world as one run" in err, err
+    else:
+        assert "estimate" not in err, err
+    assert not (tmp_path / "w.zarr").exists()
