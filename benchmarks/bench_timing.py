@@ -65,7 +65,7 @@ CASES = (
     ("default", "default", 256, {}),
     ("droplets_only", "droplets_only", 512, {}),
     ("alpine", "alpine", 256, {}),
-    ("young_range", "young_range", 128, {}),
+    ("young_range", "young_range", 512, {}),
     ("ice and snow", "default", 128, {
         "droplets.enabled": False, "hydrology.enabled": False, "thermal.enabled": False,
         "trees.enabled": False, "ice.enabled": True, "ice.age": 20000.0,

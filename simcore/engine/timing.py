@@ -31,14 +31,14 @@ a round     1.8e-8        5.8e-9        1.2e-8      a cell, per enabled process
 Checks, whole runs with the presets' rain per area on the same uplands (the benchmark's
 ``CASES``; measured / estimated seconds, the machine shared): ``default`` at 256² 12.9 /
 5.2 and 8.0 / 5.2, ``droplets_only`` at 512² 47.6 / 59.2, ``alpine`` at 256² 2.1 / 3.6,
-ice (20,000 years) with snow (200 years) at 128² 11.7 / 6.5: 0.6 to 2.5 times the
-estimate; ``python -m simcore erode --preset default`` on the 256² uplands of ``generate
---seed 4``: 6.7 s (5.5 s of CPU on both threads), estimate 5.2 s. The README's
-performance table, taken on an idle machine, has that run at 0.86 s and at 2048² (3.75 m
-cells) at 65.5 s, where the model says 158 s: on an idle machine runs take less than
-the estimate, down to a sixth of it. The estimate covers the simulation's work only
-(not loading, saving or the add-on's write-back) and is meant to tell a minute from an
-hour.
+``young_range`` at 512² 8.5 and 16.4 / 6.2, ice (20,000 years) with snow (200 years) at
+128² 11.7 / 6.5: 0.6 to 2.6 times the estimate; ``python -m simcore erode --preset
+default`` on the 256² uplands of ``generate --seed 4``: 6.7 s (5.5 s of CPU on both
+threads), estimate 5.2 s. The README's performance table, taken on an idle machine, has
+that run at 0.86 s and at 2048² (3.75 m cells) at 65.5 s, where the model says 158 s: on
+an idle machine runs take less than the estimate, down to a sixth of it. The estimate
+covers the simulation's work only (not loading, saving or the add-on's write-back) and
+is meant to tell a minute from an hour.
 """
 
 from __future__ import annotations
