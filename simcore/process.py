@@ -98,6 +98,14 @@ class Process(Generic[P]):
     #: process with, for branches its defaults and the presets do not take (the
     #: landscape's second-order diffusion where D dt / dx² <= 1)
     warmup: tuple[dict, ...] = ()
+    #: the time model (simcore/engine/timing.py): ``work(params, shape) -> units`` of
+    #: work one item of its batch (a particle, a pass, a cycle) costs on a ``rows x
+    #: cols`` grid (a pass over the grid: :func:`cell_pass`); None: one unit an item
+    work: Callable[[P, tuple[int, int]], float] | None = None
+    #: seconds one unit of its work takes at the reference speed (2 threads of the
+    #: machine the table in simcore/engine/timing.py was measured on, by
+    #: benchmarks/bench_timing.py); 0: too quick to count
+    seconds_per_unit: float = 0.0
 
 
 def age_passes(age: float, step: float) -> int:
@@ -112,3 +120,9 @@ def pass_years(age: float, step: float, k: int) -> float:
     """Length of pass ``k`` (0-based) of :func:`age_passes`: ``step``, the last one what
     is left of ``age``."""
     return min(step, age - k * step)
+
+
+def cell_pass(params: object, shape: tuple[int, int]) -> float:
+    """Units of work of one pass over a ``rows x cols`` grid: its cells (the ``work``
+    of the processes whose batch counts passes)."""
+    return float(shape[0] * shape[1])

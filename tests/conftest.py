@@ -59,7 +59,7 @@ def pytest_configure(config):
 #: add-on test modules whose every test is marked ``compat``
 COMPAT_MODULES = {"test_compat", "test_addon", "test_material_addon", "test_exr_addon",
                   "test_engine_tiles_addon", "test_water_data", "test_bake",
-                  "test_core_status", "test_ice_surface_addon"}
+                  "test_core_status", "test_ice_surface_addon", "test_ice_snow_faults_addon"}
 
 
 def pytest_collection_modifyitems(config, items):

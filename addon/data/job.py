@@ -15,6 +15,7 @@ import numpy as np
 from ..simcore import __version__ as simcore_version
 from ..simcore.engine.memory import check_run
 from ..simcore.engine.simulation import PROCESSES, Progress, Simulation
+from ..simcore.engine.timing import long_run_note
 from ..simcore.errors import UserError
 from ..simcore.fileio import available_memory
 from ..simcore.terrain import Terrain, TerrainError
@@ -257,6 +258,9 @@ class ErosionJob:
         self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
+        #: "estimate: about 6 min of work ..." for a long run (simcore/engine/timing.py),
+        #: None for a short one: reported when the run starts
+        self.estimate = long_run_note(self.sim)
         original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
                     if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
         #: the per-vertex buffers and the write-back (addon/data/writeback.py)

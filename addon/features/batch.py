@@ -142,6 +142,8 @@ def _run(obj: bpy.types.Object, work: int | None) -> None:
           f"{job.scale.describe()}", flush=True)
     for text in job.advice:
         print(f"terrain_erosion: note: {text}", flush=True)
+    if job.estimate:  # a long run: how long, before it starts
+        print(f"terrain_erosion: {job.estimate}", flush=True)
     progress = job.run(lambda p: print(
         f"terrain_erosion: {100 * p.fraction:5.1f}%", flush=True))
     print(f"terrain_erosion: done, {progress.particles} particles in "

@@ -71,6 +71,10 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         job = ErosionJob(context.active_object, self.particles or None)
         for text in job.advice:  # the run goes ahead; the user learns why it may look off
             self.report({'WARNING'}, text[:1].upper() + text[1:])
+        if job.estimate:  # a long run: the user learns how long before it starts
+            self.report({'INFO'}, f"Erosion of {job.obj_name}: {job.estimate}")
+            if bpy.app.background:
+                print(f"terrain_erosion: {job.estimate}", flush=True)
         return job
 
     @reports_user_errors
@@ -100,7 +104,7 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         self._job.prepare_live()
         rt = _runtime(context)
         rt.running, rt.progress, rt.stop_requested = True, 0.0, False
-        rt.status = "Starting"
+        rt.status = f"Starting ({self._job.estimate})" if self._job.estimate else "Starting"
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.02, window=context.window)
         wm.modal_handler_add(self)
@@ -176,7 +180,8 @@ def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, on_worker: bool = Fal
     rt.progress = progress.fraction
     rt.status = (f"{100 * progress.fraction:.0f}%  {progress.particles:,} / "
                  f"{progress.target_particles:,} particles  "
-                 f"{time.perf_counter() - job.started:.1f} s")
+                 f"{time.perf_counter() - job.started:.1f} s"
+                 + (f"  ({job.estimate})" if job.estimate else ""))
     # a live run is done once the mesh shows its last round (written a slice a tick)
     return "done" if progress.done and job.up_to_date else "running"
 

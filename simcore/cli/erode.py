@@ -38,6 +38,7 @@ def add_parser(sub, epilog: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..engine.simulation import Simulation
+    from ..engine.timing import long_run_note
     from ..formats.presets import find_preset
     from ..formats.states import heights_bytes, save_heights, save_state, state_bytes
     from ..pipeline.start import load_start
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
               f"seed {preset.seed}", file=sys.stderr)
         for text in sim.advice():
             print(f"note: {text}", file=sys.stderr)
+        note = long_run_note(sim)
+        if note:
+            print(note, file=sys.stderr, flush=True)
     sim.run(report, report_every=1.0)
     meta = sim.metadata()
     meta["preset"] = preset.name

@@ -49,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
         parse_seeds,
         sweep,
         sweep_bytes,
+        sweep_seconds,
     )
+    from ..engine.timing import note
     from ..fileio import output_lock
 
     # every argument before a cluster starts: one line and exit 2 for a mistake
@@ -62,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
     check_sweep(presets, seeds, args.particles, sets)
     check_cluster_args(args.workers, args.scheduler, args.threads)
     out = check_folder(args.output, sweep_bytes(inputs, presets, seeds))
+    runs = len(inputs) * len(presets) * len(seeds)
+    estimate = note(sweep_seconds(inputs, presets, seeds, args.cell_size, args.particles,
+                                  sets), what=f" in {runs} run{'s' if runs != 1 else ''}")
+    if estimate and not args.quiet:  # before the cluster starts
+        print(estimate, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:  # one sweep per --output at a time: the lock file sweep.lock inside it
         with output_lock(out, lock_path=out / LOCK), \

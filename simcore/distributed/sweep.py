@@ -233,6 +233,45 @@ def sweep_bytes(inputs: list[str], presets: list[str], seeds: list[int]) -> int:
     return total
 
 
+def sweep_seconds(inputs: list[str], presets: list[str], seeds: list[int],
+                  cell_size: float | None = None, particles: int | None = None,
+                  sets: dict[str, Any] | None = None) -> float:
+    """Estimated seconds of work of every run of a sweep (simcore/engine/timing.py), each
+    run's grid and scale taken as ``_run`` takes them (a state is loaded for its cell
+    size and rounds); an input that cannot be read counts nothing (its runs fail)."""
+    import types
+
+    from ..engine.timing import plan_seconds
+    from ..formats.presets import find_preset
+    from ..formats.states import grid_shape, load_state
+    from ..pipeline.start import real_scale
+
+    total = 0.0
+    for path in inputs:
+        try:
+            if path.lower().endswith(".npz"):
+                state, meta = load_state(path)
+                shape, cell = state.shape, state.cell_size
+            else:
+                found = grid_shape(path)
+                if found is None:
+                    continue
+                shape, cell, meta = found, cell_size or 1.0, {}
+            for name in presets:
+                for seed in seeds:
+                    preset = find_preset(name).with_overrides(
+                        {**(sets or {}), "seed": seed,
+                         **({"particles": particles} if particles else {})})
+                    world = cell * (1.0 if meta else real_scale(preset, shape, cell))
+                    done = (int(meta.get("rounds_done", 0))
+                            if meta and meta.get("seed") == preset.seed else 0)
+                    total += plan_seconds(preset.enabled_params(), shape, preset.work(
+                        types.SimpleNamespace(shape=shape, cell_size=world)), done)
+        except (UserError, OSError, ValueError, MemoryError):
+            continue  # its runs fail and say why
+    return total
+
+
 def earlier_set(out: Path) -> list[str]:
     """The files of the sweep already in ``out``: its table (manifest first) and the
     states and previews its sweep.json names (plain file names only)."""

@@ -1282,6 +1282,7 @@ def tile_command(args) -> int:
 
 
 def _tile_command(args, out: Path) -> int:
+    from ..engine.timing import note, plan_seconds
     from ..errors import CliError
     from ..formats.presets import find_preset
     from ..pipeline import arguments
@@ -1298,6 +1299,11 @@ def _tile_command(args, out: Path) -> int:
     if args.heightmap_tiles:
         make_folder(args.heightmap_tiles, "--heightmap-tiles")
     check_tile_space(out, args.heightmap_tiles, plan, preset, args.coarse, args.tile_format)
+    estimate = note(plan_seconds(preset.enabled_params(), terrain.shape,
+                                 preset.work(terrain)),
+                    what=" (the world as one run; the tiles' margins add to it)")
+    if estimate and not args.quiet:  # before the cluster starts
+        print(estimate, file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
         with client(args.workers, args.scheduler, args.threads, args.quiet) as c:

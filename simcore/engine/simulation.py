@@ -196,10 +196,14 @@ class Simulation:
             if passes is not None:
                 count = passes(params)
                 if count * cells > MAX_CELL_PASSES:
+                    # the parameter the span is set by (the landscape's and the ice's
+                    # age, the snow's years)
+                    span = next((f for f in ("age", "years") if hasattr(params, f)),
+                                "age")
                     raise ParameterError(
                         f"{name}: {count:,} passes on {cells:,} cells is more than "
                         f"{MAX_CELL_PASSES:.0e} cell passes (days of work): raise its "
-                        "time step or lower its age (or use a smaller grid)")
+                        f"time_step or lower its {span} (or use a smaller grid)")
                 need = max(need, math.ceil(count / int(params.batch)))
         return need
 

@@ -582,4 +582,6 @@ PROCESS = Process(
     "droplets", DropletParams, run_batch, "Droplet erosion",
     "rain droplets carve channels (after the Arcane Worlds article)", order=10, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain"), enabled_by_default=True,
-    keyed_starts=True, world_shape_arg=True)
+    keyed_starts=True, world_shape_arg=True,
+    # a droplet's cost follows its step limit (max_path_factor x the map's side)
+    work=lambda p, shape: p.max_steps(shape), seconds_per_unit=1.2e-8)

@@ -50,7 +50,7 @@ from ..fields import Field
 from ..kernels import parallel
 from ..kernels.primitives import apply_change, uplift_at
 from ..params import Params, param
-from ..process import Process, age_passes, pass_years
+from ..process import Process, age_passes, cell_pass, pass_years
 from ..terrain import Terrain
 
 STREAM_ID = 8  # reserved RNG stream; the passes need no random numbers
@@ -502,4 +502,5 @@ PROCESS = Process(
     fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92,
     # D dt / dx² <= 1 takes ADI, beyond SDIRK2: the warm-up compiles both
     warmup=({"diffusivity": 1e-5},),
-    reach="map")
+    reach="map",
+    work=cell_pass, seconds_per_unit=2.0e-7)

@@ -64,7 +64,7 @@ from numba import njit
 from ..fields import Field
 from ..kernels import parallel
 from ..params import Params, param
-from ..process import Process, age_passes, pass_years
+from ..process import Process, age_passes, cell_pass, pass_years
 from ..terrain import Terrain
 
 STREAM_ID = 10  # reserved RNG stream; the passes need no random numbers
@@ -573,4 +573,5 @@ PROCESS = Process(
     "and avalanches off slopes steeper than its angle of repose (docs/snow.md)",
     order=55, stream=STREAM_ID,
     reads=("bedrock", "sediment", "snow"), writes=("snow",), fields=FIELDS,
-    passes=steps, advice=advice, bytes_per_cell=42)
+    passes=steps, advice=advice, bytes_per_cell=42,
+    work=cell_pass, seconds_per_unit=6.0e-7)

@@ -409,4 +409,4 @@ PROCESS = Process(
     "snowball", SnowballParams, run_batch, "Snowball erosion",
     "fast preview erosion with blur (J. Talle's article)", order=20, stream=STREAM_ID,
     reads=("bedrock", "sediment", "erodibility", "rain"), bytes_per_cell=48,
-    keyed_starts=True)
+    keyed_starts=True, seconds_per_unit=1.4e-5)

@@ -313,4 +313,4 @@ PROCESS = Process(
     writes=("vegetation", "trees"),
     fields=(Field("vegetation", "fraction", "tree/root density", lo=0.0, hi=1.0,
                   color="te_trees", exact="te_vegetation", refine="map"),), per_rain=per_rain,
-    per_area=per_area)
+    per_area=per_area, seconds_per_unit=2.7e-3)

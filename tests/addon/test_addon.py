@@ -485,6 +485,39 @@ def _event(type_, value='PRESS', timer=None, ctrl=False):
     return types.SimpleNamespace(type=type_, value=value, timer=timer, ctrl=ctrl, oskey=False)
 
 
+def test_a_long_run_reports_its_estimate_before_it_starts_a_short_one_does_not(blender):
+    """The estimate (simcore/engine/timing.py) in the operator's report when the job is
+    made, and in the status line of every tick; Esc then restores the mesh."""
+    obj = add_grid(bpy, n=32)
+    obj.terrain_erosion.particles = 500_000_000  # hours of droplets on any grid
+    before = mesh_state(obj.data)
+    rt = bpy.context.window_manager.terrain_erosion
+    rt.running = True
+    methods = {k: v for k, v in te.features.operators.TERRAIN_OT_erode.__dict__.items()
+               if k in ("_make_job", "modal", "_end", "_end_or_continue")}
+    op = type("FakeErode", (), methods)()
+    op.particles, op.reports = 0, []
+    op.report = lambda level, text: op.reports.append((level, text))
+    job = op._make_job(bpy.context)
+    assert job.estimate and job.estimate.startswith("estimate: about ")
+    assert job.estimate == te.simcore.engine.timing.long_run_note(job.sim)
+    assert op.reports == [({'INFO'}, f"Erosion of Grid: {job.estimate}")]
+    assert job.rounds_written == 0 and same_state(before, mesh_state(obj.data)), \
+        "reported before any work"
+    op._job, op._timer = job, object()
+    ctx = _FakeContext(rt)
+    assert op.modal(ctx, _event('TIMER', timer=op._timer)) == {'RUNNING_MODAL'}
+    assert job.estimate in rt.status and job.estimate in ctx.status_texts[-1]
+    assert op.modal(ctx, _event('ESC')) == {'CANCELLED'}
+    assert same_state(before, mesh_state(obj.data))
+    # a short run: no estimate, no report
+    obj.terrain_erosion.particles = 500
+    op.reports.clear()
+    job = op._make_job(bpy.context)
+    assert job.estimate is None and op.reports == []
+    job.cancel()
+
+
 def test_modal_translates_events_escape_restores_enter_keeps(blender):
     obj = add_grid(bpy, n=32)
     # far more work than a few ticks can do on any machine (a tick is ~TICK_BUDGET s),

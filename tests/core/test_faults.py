@@ -602,3 +602,137 @@ def test_the_sources_digest_follows_a_file_changed_in_a_running_process(tmp_path
     assert numba_cache.sources_digest(str(tmp_path)) == first  # by content
     (tmp_path / "b.txt").write_text("not a source")
     assert numba_cache.sources_digest(str(tmp_path)) == first
+
+
+# -- ice and snow ------------------------------------------------------------------------
+
+#: ice and snow on, droplets off, a short climate: ``--set`` flags for erode
+ICE_SNOW = ["--set", "droplets.enabled=false", "--set", "ice.enabled=true",
+            "--set", "snow.enabled=true", "--set", "ice.age=300",
+            "--set", "ice.time_step=100", "--set", "ice.ela_fraction=0.3",
+            "--set", "snow.years=3", "--set", "snow.time_step=1", "--particles", "1"]
+
+
+def _sha(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _icy_terrain(n: int = 24) -> Terrain:
+    """A slope with ice and snow on its upper half (cell units)."""
+    t = Terrain.from_heights(fractal_terrain(n, seed=4) * 50.0, 30.0)
+    upper = np.arange(n)[:, None] >= n // 2
+    t.ice[...] = np.where(upper, 2.0, 0.0)
+    t.snow[...] = np.where(upper, 0.05, 0.0)
+    return t
+
+
+@pytest.mark.parametrize("key, value", [
+    ("ice.age", "1e12"), ("ice.ela", "nan"), ("ice.time_step", "0"),
+    ("ice.sliding", "1e9"), ("snow.snowfall", "-1"), ("snow.melt_gradient", "nan"),
+    ("snow.time_step", "inf"), ("snow.years", "-5")])
+def test_cli_refuses_absurd_ice_and_snow_values_and_keeps_the_earlier_output(
+        tmp_path, capsys, key, value):
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(16, seed=1) * 50.0)
+    out = tmp_path / "out.npz"
+    out.write_bytes(PREVIOUS)
+    before = _sha(out)
+    assert main(["erode", "--input", str(src), "--output", str(out), "--cell-size", "30",
+                 *ICE_SNOW, "--set", f"{key}={value}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and key.split(".")[1] in err
+    assert "Traceback" not in err and "%" not in err
+    assert _sha(out) == before and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -1.0])
+@pytest.mark.parametrize("field", ["ice", "snow"])
+def test_a_state_with_nan_or_negative_ice_or_snow_is_refused_before_any_work(
+        tmp_path, capsys, field, value):
+    t = _icy_terrain()
+    src = save_state(tmp_path / "in.npz", t, {"seed": 1})
+    with np.load(src) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays[field] = arrays[field].copy()
+    arrays[field][3, 4] = value
+    np.savez(src, **arrays)
+    out = tmp_path / "out.npz"
+    out.write_bytes(PREVIOUS)
+    assert main(["erode", "--input", str(src), "--output", str(out), *ICE_SNOW]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"'{field}'" in err and "%" not in err, err
+    assert out.read_bytes() == PREVIOUS
+
+
+def test_nan_heights_are_refused_with_ice_and_snow_on(tmp_path, capsys):
+    z = fractal_terrain(16, seed=1) * 50.0
+    z[5, 5] = np.nan
+    src = tmp_path / "h.npy"
+    np.save(src, z)
+    assert main(["erode", "--input", str(src), "--output", str(tmp_path / "o.npz"),
+                 "--cell-size", "30", *ICE_SNOW]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("NaN" in err or "finite" in err), err
+    assert not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("n, sets, message", [
+    (128, ["--set", "ice.age=1e7", "--set", "ice.time_step=1"],
+     "ice: 10,000,000 passes on 16,384 cells is more than 1e+11 cell passes (days of "
+     "work): raise its time_step or lower its age"),
+    (64, ["--set", "snow.years=1e6", "--set", "snow.time_step=0.01"],
+     "snow: 100,000,000 passes on 4,096 cells is more than 1e+11 cell passes (days of "
+     "work): raise its time_step or lower its years"),
+])
+def test_a_huge_ice_or_snow_run_is_refused_before_any_work(tmp_path, capsys, n, sets,
+                                                           message):
+    """Past simulation.MAX_CELL_PASSES (passes x cells): days of work."""
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(n, seed=1) * 50.0)
+    out = tmp_path / "out.npz"
+    assert main(["erode", "--input", str(src), "--output", str(out), "--cell-size", "30",
+                 *ICE_SNOW, *sets]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert err.count("\n") == 1 and "%" not in err
+    assert not out.exists() and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("where", [0.0, 0.2, 0.6, 0.99])
+def test_a_full_disk_mid_write_of_a_state_with_ice_and_snow_keeps_the_earlier_one(
+        tmp_path, monkeypatch, where):
+    t = _icy_terrain()
+    earlier = save_state(tmp_path / "state.npz", t, {"seed": 1})
+    before = _sha(earlier)
+    back = load_state(earlier)[0]
+    assert np.array_equal(back.ice, t.ice) and np.array_equal(back.snow, t.snow)
+    t.ice *= 1.5
+    t.snow *= 2.0
+    full = save_state(tmp_path / "full.npz", t, {"seed": 1}).stat().st_size
+    real = fileio._file_for
+    monkeypatch.setattr(fileio, "_file_for",
+                        lambda fd: FailingFile(real(fd), int(where * full)))
+    with pytest.raises(OutputPathError, match="No space left"):
+        save_state(earlier, t, {"seed": 1})
+    assert _sha(earlier) == before and leftovers(tmp_path) == []
+
+
+def test_cli_ice_and_snow_run_on_a_full_disk_keeps_the_earlier_state(tmp_path, monkeypatch,
+                                                                     capsys):
+    src = tmp_path / "h.npy"
+    np.save(src, fractal_terrain(16, seed=1) * 50.0)
+    out = tmp_path / "out.npz"
+    assert main(["erode", "--input", str(src), "--output", str(out), "--cell-size", "30",
+                 *ICE_SNOW]) == 0
+    with np.load(out) as z:
+        assert {"ice", "snow"} <= set(z.files)
+    before = _sha(out)
+    capsys.readouterr()
+    real = fileio._file_for
+    monkeypatch.setattr(fileio, "_file_for", lambda fd: FailingFile(real(fd), 2000))
+    assert main(["erode", "--input", str(out), "--output", str(out), *ICE_SNOW,
+                 "--set", "ice.age=400"]) == 2
+    err = capsys.readouterr().err
+    assert "No space left" in err and str(out) in err and "Traceback" not in err
+    assert _sha(out) == before and leftovers(tmp_path) == []
