@@ -221,3 +221,57 @@ def test_with_the_snow_process_old_snow_feeds_the_glacier():
     assert fed.snow.max() * fed.cell_size == pytest.approx(5.0)  # the rest became ice
     assert fed.ice.max() > 0.0
     assert fed.total_material() + fed.outflow == pytest.approx(before, rel=1e-12)
+
+
+def _preset_run(name: str, size: int = 64):
+    """The preset ``name`` on drained uplands 7.68 km across, 1800 m of relief."""
+    from simcore.formats.presets import find_preset
+    from simcore.generators.uplands import drained_uplands
+    cell = 7680.0 / size
+    start = drained_uplands(size, seed=3, cell_size=cell, relief=1800.0)
+    preset = find_preset(name)
+    terrain = Terrain.from_heights(start, cell)
+    before = terrain.total_material()
+    sim = Simulation(terrain, preset.enabled_params(), seed=preset.seed,
+                     particles=preset.work(terrain))
+    ice_max = np.zeros_like(start)
+    while sim.rounds_done < sim.target_rounds:
+        sim.run_round()
+        ice_max = np.maximum(ice_max, terrain.ice * cell)
+    budget = terrain.total_material() + terrain.outflow - before
+    return start, terrain, ice_max, budget
+
+
+def test_glaciated_range_scours_under_its_ice_and_leaves_none():
+    start, terrain, ice_max, budget = _preset_run("glaciated_range")
+    cell = terrain.cell_size
+    change = terrain.height() * cell - start
+    assert terrain.ice.max() == 0.0  # the retreat melted it all
+    covered = ice_max > 50.0
+    assert covered.mean() > 0.1  # valley glaciers, not a few patches
+    # the ice scoured where it lay (tens of metres at least) and laid its debris
+    assert np.percentile(-change[covered], 90) > 20.0
+    assert change.max() > 5.0
+    # the ground lowered by tens of metres is where the ice lay (outwash and the
+    # hillslopes raise ground beyond the ice, but lower little)
+    deep = change < -20.0
+    assert (ice_max[deep] > 0.0).mean() > 0.8
+    assert abs(budget) < 1e-9 * terrain.bedrock.size
+    slope = np.degrees(np.arctan(np.hypot(*np.gradient(terrain.height()))))
+    assert np.percentile(slope, 99) < 50.0
+
+
+def test_range_under_ice_keeps_its_ice_and_snow_above_the_valleys():
+    start, terrain, ice_max, _ = _preset_run("range_under_ice")
+    cell = terrain.cell_size
+    ice_now = terrain.ice * cell
+    snow_now = terrain.snow * cell
+    assert (ice_now > 10.0).mean() > 0.1
+    assert (snow_now > 0.5).mean() > 0.05
+    # both lie high: the ice's cells and the snow's are higher on average than the map
+    ground = terrain.height() * cell
+    assert ground[ice_now > 10.0].mean() > ground.mean()
+    assert ground[snow_now > 0.5].mean() > ground.mean()
+    # and none where the ground is in the lowest tenth of the relief
+    low = ground < ground.min() + 0.1 * np.ptp(ground)
+    assert ice_now[low].max() < 1.0 and snow_now[low].max() < 0.1
