@@ -27,6 +27,7 @@ from terrain_erosion.simcore.formats.images import save_png, shaded_relief  # no
 from terrain_erosion.simcore.formats.presets import find_preset  # noqa: E402
 from terrain_erosion.simcore.formats.states import save_heights  # noqa: E402
 from terrain_erosion.simcore.generators.noise import DEFAULT_CELL_SIZE, upland_terrain  # noqa: E402
+from terrain_erosion.simcore.generators.uplands import drained_uplands  # noqa: E402
 from terrain_erosion.simcore.terrain import Terrain  # noqa: E402
 
 
@@ -50,6 +51,12 @@ def dress(obj: bpy.types.Object) -> None:
     per-vertex water surface, whose edges follow the grid."""
     bpy.context.view_layer.objects.active = obj
     bpy.ops.terrain.apply_material()
+    if "te_ice" in obj.data.attributes:  # a cold preset: the glaciers as a surface
+        try:
+            bpy.ops.terrain.ice_surface()
+        except RuntimeError as exc:  # no ice left (the ice melted back)
+            print(f"demo: {exc}".strip(), flush=True)
+        bpy.context.view_layer.objects.active = obj
     water = obj.terrain_erosion.water_object
     try:
         te.features.water_data.update_lakes(obj)
@@ -74,6 +81,9 @@ def ground_z(obj: bpy.types.Object, x: float, y: float) -> float:
 #: The demo's view: camera over map fractions (x, y) at a height above the ground (a
 #: fraction of the map's side), heading to map fractions (x, y), pitched down (degrees).
 VIEW = ((0.05, 0.6), 0.035, (0.6, 0.8), 11.0)
+#: ``--view overview``: high over the south-west corner, looking over the whole range
+#: (for mountains whose relief is a large share of the map)
+OVERVIEW = ((0.02, 0.02), 0.3, (0.55, 0.55), 24.0)
 
 
 def place_camera(obj: bpy.types.Object, size: float, view) -> bpy.types.Object:
@@ -97,14 +107,15 @@ def place_camera(obj: bpy.types.Object, size: float, view) -> bpy.types.Object:
     return cam
 
 
-def scene_setup(obj: bpy.types.Object, size: float, resolution: int) -> None:
+def scene_setup(obj: bpy.types.Object, size: float, resolution: int,
+                view: tuple = VIEW) -> None:
     """A low camera (about 270 m over the ground at the default size) on the western
     hills looking east-north-east over the lake basin to the snowy ridge; a low warm
     sun from the south (from the right, so the relief is side-lit) with soft shadows
     (3 degrees wide); a gradient sky that lights the shadows; Cycles on the CPU."""
     scene = bpy.context.scene
 
-    cam = place_camera(obj, size, VIEW)
+    cam = place_camera(obj, size, view)
     cam.data.lens = 32
     cam.data.clip_start, cam.data.clip_end = size * 1e-4, size * 3.0
     scene.camera = cam
@@ -158,7 +169,16 @@ def main() -> int:
     ap.add_argument("--cell-size", type=float, default=DEFAULT_CELL_SIZE,
                     help="metres between vertices (30)")
     ap.add_argument("--preset", default="default", help="preset id (default)")
+    ap.add_argument("--drained", action="store_true",
+                    help="start from generate's drained uplands (seed 3) instead of the "
+                         "raw noise: what the landscape and cold presets expect")
+    ap.add_argument("--relief", type=float, default=None,
+                    help="rescale the start to this relief in metres (the cold presets "
+                         "want 1000 or more)")
     ap.add_argument("--resolution", type=int, default=960, help="render width (960)")
+    ap.add_argument("--view", choices=("low", "overview"), default="low",
+                    help="low: the camera low over the western hills (the default); "
+                         "overview: high over a corner, the whole range")
     ap.add_argument("--no-render", action="store_true", help="skip the Cycles render")
     ap.add_argument("--render-before", action="store_true",
                     help="also render the terrain before eroding (terrain_before.png)")
@@ -167,13 +187,19 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     n, cell = args.size, args.cell_size
+    view = OVERVIEW if args.view == "overview" else VIEW
     size = cell * (n - 1)  # 7.65 km at 256 x 30 m
-    heights = upland_terrain(n, seed=3, cell_size=cell)
+    if args.drained:
+        heights = drained_uplands(n, seed=3, cell_size=cell, relief=args.relief)
+    else:
+        heights = upland_terrain(n, seed=3, cell_size=cell)
+        if args.relief is not None:
+            heights = heights * (args.relief / max(float(np.ptp(heights)), 1e-9))
     if args.render_before and not args.no_render:
         bpy.ops.wm.read_factory_settings(use_empty=True)
         before = make_grid(n, size, heights)
         te.features.material.apply_material(before)
-        scene_setup(before, size, args.resolution)
+        scene_setup(before, size, args.resolution, view)
         bpy.context.scene.render.filepath = str(out / "terrain_before.png")
         bpy.ops.render.render(write_still=True)
         print(f"demo: rendered {out / 'terrain_before.png'}", flush=True)
@@ -201,7 +227,7 @@ def main() -> int:
     if result != {'FINISHED'}:
         return 1
     dress(obj)
-    scene_setup(obj, size, args.resolution)
+    scene_setup(obj, size, args.resolution, view)
     blend = out / "terrain.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
     print(f"demo: saved {blend}", flush=True)
