@@ -736,3 +736,49 @@ def test_cli_ice_and_snow_run_on_a_full_disk_keeps_the_earlier_state(tmp_path, m
     err = capsys.readouterr().err
     assert "No space left" in err and str(out) in err and "Traceback" not in err
     assert _sha(out) == before and leftovers(tmp_path) == []
+
+
+# -- refine ------------------------------------------------------------------------------
+
+def _refine_source(tmp_path: Path) -> Path:
+    t = Terrain.from_heights(fractal_terrain(17, seed=2) * 40.0, 10.0)
+    t.ice[...] = 0.1
+    src = tmp_path / "coarse.npz"
+    save_state(src, t, {"seed": 1})
+    return src
+
+
+@pytest.mark.parametrize("where", [0.0, 0.5, 0.999])
+def test_refine_on_a_full_disk_keeps_the_earlier_output(tmp_path, monkeypatch, capsys, where):
+    src = _refine_source(tmp_path)
+    assert main(["refine", str(src), "--output", str(tmp_path / "whole.npz")]) == 0
+    full = (tmp_path / "whole.npz").stat().st_size
+    target = tmp_path / "fine.npz"
+    target.write_bytes(PREVIOUS)
+    capsys.readouterr()
+    real = fileio._file_for
+    budget = min(int(np.ceil(where * full)), full - 1)
+    monkeypatch.setattr(fileio, "_file_for", lambda fd: FailingFile(real(fd), budget))
+    assert main(["refine", str(src), "--output", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "No space left" in err and "free some disk space" in err
+    assert target.read_bytes() == PREVIOUS
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("field, value", [("bedrock", np.nan), ("ice", np.inf),
+                                          ("sediment", -1.0)])
+def test_refine_refuses_a_damaged_state_and_writes_nothing(tmp_path, capsys, field, value):
+    src = _refine_source(tmp_path)
+    with np.load(src) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays[field] = arrays[field].copy()
+    arrays[field][3, 4] = value
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, **arrays)
+    target = tmp_path / "fine.npz"
+    assert main(["refine", str(bad), "--output", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    named = {"bedrock": "'heights'"}.get(field, field)  # the ground is checked as a whole
+    assert err.count("\n") == 0 and err.startswith("error: ") and named in err
+    assert not target.exists()
