@@ -319,6 +319,34 @@ def sliding_speed(slide_sum, face_sum, dx, speed):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def couple(speed, thick, dx, length, most, out):
+    """Sliding speeds averaged as their driving stresses couple: at each cell with ice
+    (``thick`` > 0, metres), ``out`` is ``C tau^3`` of the mean ``tau`` (the cube root
+    of ``speed``) over the cells with ice within ``length`` x its thickness (a square,
+    at most ``most`` cells from it); cells without ice get 0. The shallow-ice
+    approximation balances each column's stress alone, so the thin ice on a valley's
+    walls would barely slide while the thick ice in the middle slid fast; the ice's
+    stiffness spreads the stress over a few thicknesses (Kamb & Echelmeyer 1986)."""
+    rows, cols = speed.shape
+    for i in range(rows):
+        for j in range(cols):
+            if thick[i, j] <= 0.0:
+                out[i, j] = 0.0
+                continue
+            r = min(int(length * thick[i, j] / dx + 0.5), most)
+            total = 0.0
+            count = 0
+            for a in range(max(i - r, 0), min(i + r + 1, rows)):
+                for b in range(max(j - r, 0), min(j + r + 1, cols)):
+                    if thick[a, b] > 0.0:
+                        total += np.cbrt(speed[a, b])
+                        count += 1
+            mean = total / count
+            out[i, j] = mean * mean * mean
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def carry_debris(surface, ground, load, flux_sum, melt_sum, h, cap, laid):
     """Carry the rock the ice took (``load``, any volume unit per cell) with the ice
     and lay it where the ice melts: cells are visited from the highest ice surface

@@ -16,7 +16,9 @@ add up to ``age``):
 3. The bed erodes under sliding ice, ``K_g |u_b|^l`` a year (``erosion``,
    ``erosion_exponent``; Herman et al. 2015), x the erodibility (sediment first, then
    rock, :func:`kernels.primitives.exchange`). ``u_b`` is the pass's mean sliding
-   speed from the ice that actually flowed. The ice wears the bed at right angles to
+   speed from the ice that actually flowed, its driving stress averaged over the ice
+   within COUPLING of the cell's thicknesses (so the thin ice on a valley's walls slides
+   with the stress of the ice beside it). The ice wears the bed at right angles to
    it, so a wall lowers by ``sqrt(1 + slope^2)`` times that (at most MAX_NORMAL).
 4. The rock taken rides with the ice and is laid down where it melts (moraines at the
    front and the sides); what reaches the map's edge leaves it.
@@ -56,6 +58,11 @@ MAX_SOLVER_STEP = 10.0
 MORAINE_RATE = 0.002
 #: the most driving stress the erosion counts, in units of 100 kPa
 MAX_STRESS = 2.0
+#: the driving stress a cell's sliding feels is the mean over ice within this many of
+#: its thicknesses (the stress coupling of Kamb & Echelmeyer 1986)
+COUPLING = 2.0
+#: and within at most this many flow cells
+MAX_COUPLING = 8
 #: the most the ground lowers per metre the ice wears its bed (at right angles to the
 #: bed): the factor of a 60 degree wall; steeper walls are the hillslopes' to break
 MAX_NORMAL = 2.0
@@ -277,6 +284,10 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         # sliding, where the shallow-ice approximation fails on steep walls, counts as
         # that stress's
         np.minimum(speed_c, params.sliding * MAX_STRESS ** 3, out=speed_c)
+        # the walls' thin ice slides with the stress of the ice around it
+        thick = thick_sum / flow_years
+        speed_c = glacier.couple(speed_c, thick, dx, COUPLING, MAX_COUPLING,
+                                 np.empty_like(speed_c))
         # the edge cells only pass the ice out of the map: no bed of theirs is known
         speed_c[0, :] = speed_c[-1, :] = 0.0
         speed_c[:, 0] = speed_c[:, -1] = 0.0
