@@ -107,6 +107,7 @@ def test_rebuild_with_nothing_changed_is_bit_identical_also_after_reload(blender
     obj = add_grid(bpy, n=24, name="Hills")
     _history(obj)
     before = state(obj)
+    assert before["trees_object"].size and before["water_object"].size
     _scribble(obj)
     assert bpy.ops.terrain.rebuild() == {'FINISHED'}
     assert same_state(before, state(obj))
@@ -280,3 +281,25 @@ def test_the_history_panel_draws_the_list_and_its_operators(blender):
                                            obj.terrain_erosion.history[0], 0, None, "", 0)
     assert ("prop", "enabled", "") in rows and rows[-1][1].startswith("1. Erode")
     assert obj.terrain_erosion.history[0].label.startswith("Erode")
+
+
+def test_a_live_run_stopped_part_way_records_what_it_kept_and_rebuilds_it(blender):
+    import time
+    obj = add_grid(bpy, n=24, name="Hills")
+    s = obj.terrain_erosion
+    s.particles = 400_000
+    job = te.data.job.ErosionJob(obj, record="erode")
+    job.live_update = 0.0
+    rt = type("Runtime", (), {"stop_requested": False, "progress": 0.0, "status": ""})()
+    for _ in range(20000):  # tick like the modal Erode until two frames are on the mesh
+        assert te.features.operators.tick(job, rt, budget=0.0, on_worker=True) == "running"
+        if job.frames_written >= 2:
+            break
+        time.sleep(0.002)
+    kept = job.finish(wait=False)  # Stop: what the mesh shows, at once
+    entry = json.loads(s.history[0].data)
+    assert 0 < entry["rounds"] * job.sim.per_round == kept < job.sim.target_particles
+    before = state(obj)
+    _scribble(obj)
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    assert same_state(before, state(obj))
