@@ -11,6 +11,8 @@ import numpy as np
 from ..data import grid as gridio
 from ..data import history, warmup
 from ..data.job import ErosionJob, forget_exact, reset_to_original
+from ..data.scale import RealScale
+from ..simcore.params import ParameterError
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel, wrap_label
 from . import ridges
@@ -164,6 +166,7 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
     recipes = history.enabled_recipes(s)
     names = [history.entry_name(s, i) for i, e in enumerate(s.history) if e.enabled]
     me = obj.data
+    _check_fits(obj, gridio.detect_grid(me), names, recipes)
     if me.attributes.get(gridio.ORIGINAL_Z) is None:  # after Reset: the mesh is the base
         z = gridio.read_positions(me)[:, 2]
         if not np.isfinite(z).all():
@@ -188,6 +191,31 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
                          "(the mesh was edited between runs): its result may differ")
         job.run()
     return len(recipes), notes
+
+
+def _check_fits(obj: bpy.types.Object, grid: gridio.Grid, names: list[str],
+                recipes: list[history.Recipe]) -> None:
+    """Refuse, before anything changes, an entry that cannot run on this grid: masks of
+    another size (the mesh was re-made at another resolution), a real size or a ridge
+    spacing the grid cannot take."""
+    shape = (grid.rows, grid.cols)
+    for name, recipe in zip(names, recipes, strict=True):
+        arrays = dict(recipe.maps)
+        if recipe.start is not None:
+            arrays["ridge start"] = recipe.start
+        for what, values in arrays.items():
+            if values.shape != shape:
+                raise history.HistoryError(
+                    f"{name} has a {what} mask of {values.shape[0]}x{values.shape[1]} "
+                    f"cells, but '{obj.name}' is a {shape[0]}x{shape[1]} grid: switch the "
+                    "entry off or remove it to rebuild the rest")
+        try:
+            scale = RealScale.of(grid.rows, grid.cols, grid.cell_size, recipe.real_size,
+                                 recipe.exaggeration)
+            if recipe.ridges is not None:
+                ridges.check_spacing(recipe.ridges, scale.real_size)
+        except ParameterError as exc:
+            raise history.HistoryError(f"{name}: {exc}") from None
 
 
 class TERRAIN_PT_history(ErosionSubPanel, bpy.types.Panel):

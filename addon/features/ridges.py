@@ -164,7 +164,7 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
             raise ParameterError("a new grid has no painted vertex group: use another "
                                  "start, or paint on an existing grid")
         n, size = self.new_resolution, float(self.new_size)
-        _check_spacing(params, size)
+        check_spacing(params, size)
         ridges = dla.ridge_terrain((n, n), size / (n - 1), params)
         me = _grid_mesh("Ridges", n, size, ridges.heights)
         obj = bpy.data.objects.new("Ridges", me)
@@ -208,7 +208,7 @@ def raise_ridges(obj: bpy.types.Object, params: dla.RidgeParams, mode: str,
         raise gridio.GridError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
                                "first")
     scale = RealScale.of(g.rows, g.cols, g.cell_size, *sizes)
-    _check_spacing(params, scale.real_size)
+    check_spacing(params, scale.real_size)
     if start is not None and start.shape != (g.rows, g.cols):
         raise ParameterError(f"the painted start of the ridges is {start.shape[0]}x"
                              f"{start.shape[1]}, the grid of '{obj.name}' {g.rows}x{g.cols}")
@@ -226,7 +226,7 @@ def raise_ridges(obj: bpy.types.Object, params: dla.RidgeParams, mode: str,
     return ridges
 
 
-def _check_spacing(params: dla.RidgeParams, width: float) -> None:
+def check_spacing(params: dla.RidgeParams, width: float) -> None:
     if params.ridge_spacing > width / 4:
         raise ParameterError(
             f"ridge spacing {params.ridge_spacing:.4g} is more than a quarter of the grid's "

@@ -303,3 +303,17 @@ def test_a_live_run_stopped_part_way_records_what_it_kept_and_rebuilds_it(blende
     _scribble(obj)
     assert bpy.ops.terrain.rebuild() == {'FINISHED'}
     assert same_state(before, state(obj))
+
+
+def test_an_entry_whose_masks_do_not_fit_the_grid_is_refused_before_changing(blender):
+    obj = add_grid(bpy, n=20, name="Hills")
+    _paint(obj, 20)
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    s = obj.terrain_erosion
+    entry = json.loads(s.history[0].data)
+    entry["masks"]["rain"] = te.data.history.pack_array(np.ones((10, 12)))
+    s.history[0].data = json.dumps(entry)
+    before = state(obj)
+    with pytest.raises(RuntimeError, match="history entry 1.*10x12.*20x20"):
+        bpy.ops.terrain.rebuild()
+    assert same_state(before, state(obj))
