@@ -135,6 +135,10 @@ class TERRAIN_OT_rebuild(bpy.types.Operator):
     def poll(cls, context):
         if not _history_poll(cls, context, need_grid=True):
             return False
+        if not context.active_object.terrain_erosion.history:
+            cls.poll_message_set("The history is empty: Erode, Step or Generate Ridges "
+                                 "add to it")
+            return False
         core = warmup.status()
         if not core.ready_for(warmup.enabled_processes(context.active_object)):
             cls.poll_message_set(core.text())

@@ -220,6 +220,28 @@ def test_list_operators_remove_and_move(blender):
     assert [json.loads(e.data)["seed"] for e in s.history] == [3, 2]
     assert bpy.ops.terrain.apply() == {'FINISHED'}
     assert len(s.history) == 0 and not bpy.ops.terrain.history_remove.poll()
+    assert not bpy.ops.terrain.rebuild.poll(), "nothing to rebuild"
+
+
+def test_reset_sculpt_tick_and_rebuild_replays_on_the_new_base(blender):
+    obj = add_grid(bpy, n=24, name="Hills")
+    s = obj.terrain_erosion
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    assert bpy.ops.terrain.step() == {'FINISHED'}
+    assert bpy.ops.terrain.reset() == {'FINISHED'}
+    base = positions(obj.data)[:, 2].copy()
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}, "every entry off: the original"
+    assert np.array_equal(positions(obj.data)[:, 2], base)
+    xy = positions(obj.data)[:, :2]
+    set_z(obj.data, base + 0.2 * np.exp(-(xy ** 2).sum(axis=1) / 0.3))  # a sculpt
+    for entry in s.history:
+        entry.enabled = True
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    rebuilt = state(obj)
+    assert bpy.ops.terrain.reset() == {'FINISHED'}  # by hand on the sculpted base
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    assert bpy.ops.terrain.step() == {'FINISHED'}
+    assert same_state(rebuilt, state(obj))
 
 
 def test_old_file_without_history_works_and_rebuild_refuses_clearly(blender):
