@@ -339,3 +339,21 @@ def test_an_entry_whose_masks_do_not_fit_the_grid_is_refused_before_changing(ble
     with pytest.raises(RuntimeError, match="history entry 1.*10x12.*20x20"):
         bpy.ops.terrain.rebuild()
     assert same_state(before, state(obj))
+
+
+def test_every_process_and_rock_column_round_trips_through_an_entry(blender):
+    from terrain_erosion.simcore.engine.simulation import PROCESSES, process_params
+    from terrain_erosion.simcore.formats.presets import preset_files
+    history = te.data.history
+    params = {name: process_params(name) for name in PROCESSES}
+    rocks = [p.rock for p in map(_preset, preset_files()) if p.rock is not None]
+    assert rocks, "a shipped preset has a rock column"
+    for rock in [None, *rocks]:
+        entry = history.run_entry("erode", "x", params, 2**40 + 1, 3, 2, 1500.0, 2.0, rock,
+                                  False, True, True, {"uplift": np.eye(4) * 0.3})
+        recipe = history.parse(json.dumps(entry), "entry")
+        assert recipe.params == params and recipe.rock == rock
+        assert (recipe.seed, recipe.start_round, recipe.rounds) == (2**40 + 1, 3, 2)
+        assert (recipe.real_size, recipe.exaggeration) == (1500.0, 2.0)
+        assert not recipe.write_colors and recipe.exact_resume
+        assert np.array_equal(recipe.maps["uplift"], np.eye(4) * 0.3)
