@@ -357,3 +357,21 @@ def test_every_process_and_rock_column_round_trips_through_an_entry(blender):
         assert (recipe.real_size, recipe.exaggeration) == (1500.0, 2.0)
         assert not recipe.write_colors and recipe.exact_resume
         assert np.array_equal(recipe.maps["uplift"], np.eye(4) * 0.3)
+
+
+def test_the_batch_command_records_its_run_and_the_saved_file_rebuilds_it(blender,
+                                                                           tmp_path):
+    add_grid(bpy, n=20, name="Terrain")
+    out = tmp_path / "eroded.blend"
+    assert te.features.batch.main(["--object", "Terrain", "--preset", "droplets_only",
+                                   "--particles", "500", "--seed", "6",
+                                   "--set", "droplets.Kq=12", "--save-as", str(out)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    obj = bpy.data.objects["Terrain"]
+    bpy.context.view_layer.objects.active = obj
+    (entry,) = [json.loads(e.data) for e in obj.terrain_erosion.history]
+    assert entry["seed"] == 6 and entry["settings"]["droplets"]["Kq"] == 12.0
+    before = state(obj)
+    _scribble(obj)
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    assert same_state(before, state(obj))
