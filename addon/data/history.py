@@ -171,6 +171,11 @@ def parse(text: str, where: str) -> Recipe:
                 raise HistoryError(f"{where} uses a mask '{name}' this version does not "
                                    "know: switch it off or remove it")
             maps[name] = unpack_array(packed, f"{where} (mask '{name}')")
+            if not (np.isfinite(maps[name]).all() and 0 <= maps[name].min()
+                    and maps[name].max() <= 1):
+                raise HistoryError(f"{where} is damaged: its '{name}' mask has values "
+                                   "outside 0..1; switch it off or remove it to rebuild "
+                                   "the rest")
         return Recipe(**common, params=preset.enabled_params(), seed=preset.seed,
                       rounds=int(entry["rounds"]), start_round=int(entry["start_round"]),
                       rock=preset.rock, write_colors=bool(entry["write_colors"]),

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..data import grid as gridio
 from ..data import history, warmup
-from ..data.job import ErosionJob, forget_exact, reset_to_original
+from ..data.job import ErosionJob, forget_exact, layers_changed, reset_to_original
+from ..data.objects import remove_object
 from ..data.scale import RealScale
 from ..simcore.params import ParameterError
 from ..ui.boundary import reports_user_errors
@@ -171,6 +172,46 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
     names = [history.entry_name(s, i) for i, e in enumerate(s.history) if e.enabled]
     me = obj.data
     _check_fits(obj, gridio.detect_grid(me), names, recipes)
+    # what a replay that fails part-way puts back: the mesh's heights and layers, the
+    # run bookkeeping, the trees and water objects (set aside, not removed, meanwhile)
+    snapshot = gridio.MeshSnapshot.take(me)
+    bookkeeping = (s.rounds_done, s.stored_state_seed())
+    extras = {key: getattr(s, key) for key in _EXTRAS}
+    for key in _EXTRAS:
+        setattr(s, key, None)
+    try:
+        notes = _replay(obj, names, recipes)
+    except BaseException:
+        for key, old in extras.items():
+            new = getattr(s, key)
+            setattr(s, key, old)
+            if new is not None and new != old:
+                remove_object(new)
+        snapshot.restore(me)
+        s.rounds_done = bookkeeping[0]
+        s.set_state_seed(bookkeeping[1])
+        forget_exact()
+        layers_changed(obj)
+        raise
+    for key, old in extras.items():  # the replay's own take their names
+        if old is None:
+            continue
+        name, new = old.name, getattr(s, key)
+        remove_object(old)
+        if new is not None:
+            new.name = new.data.name = name
+    return len(recipes), notes
+
+
+#: the helper objects a run makes: the trees' points, the water surface
+_EXTRAS = ("trees_object", "water_object")
+
+
+def _replay(obj: bpy.types.Object, names: list[str],
+            recipes: list[history.Recipe]) -> list[str]:
+    """Original heights, then every recipe in order; notes on entries that did not
+    start as recorded."""
+    me = obj.data
     if me.attributes.get(gridio.ORIGINAL_Z) is None:  # after Reset: the mesh is the base
         z = gridio.read_positions(me)[:, 2]
         if not np.isfinite(z).all():
@@ -194,7 +235,7 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
             notes.append(f"{name} started from another state than when it was recorded "
                          "(the mesh was edited between runs): its result may differ")
         job.run()
-    return len(recipes), notes
+    return notes
 
 
 def _check_fits(obj: bpy.types.Object, grid: gridio.Grid, names: list[str],

@@ -106,12 +106,16 @@ def test_rebuild_with_nothing_changed_is_bit_identical_also_after_reload(blender
                                                                          tmp_path):
     obj = add_grid(bpy, n=24, name="Hills")
     _history(obj)
-    before = state(obj)
+    before, names = state(obj), sorted(o.name for o in bpy.data.objects)
     assert before["trees_object"].size and before["water_object"].size
+    assert {"Hills Trees", "Hills Water"} <= set(names)
     _scribble(obj)
     assert bpy.ops.terrain.rebuild() == {'FINISHED'}
     assert same_state(before, state(obj))
     assert len(obj.terrain_erosion.history) == 4, "a Rebuild records nothing"
+    # the trees and water objects are the replay's, under the names they had (the
+    # trees' object was deleted by _scribble: the replay's takes the free name)
+    assert sorted(o.name for o in bpy.data.objects) == names
     path = str(tmp_path / "history.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path)
     bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -264,6 +268,8 @@ def test_old_file_without_history_works_and_rebuild_refuses_clearly(blender):
     (lambda e: e.update(version=99), "later version"),
     (lambda e: e["masks"]["rain"].update(zlib="not base64!"), "damaged"),
     (lambda e: e.pop("seed"), "damaged"),
+    (lambda e: e["masks"].update(rain=te.data.history.pack_array(np.full((20, 20), 2.0))),
+     "outside 0..1"),
 ])
 def test_a_bad_entry_is_named_and_nothing_changes(blender, damage, message):
     obj = add_grid(bpy, n=20, name="Hills")
@@ -373,5 +379,33 @@ def test_the_batch_command_records_its_run_and_the_saved_file_rebuilds_it(blende
     assert entry["seed"] == 6 and entry["settings"]["droplets"]["Kq"] == 12.0
     before = state(obj)
     _scribble(obj)
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    assert same_state(before, state(obj))
+
+
+def test_a_replay_that_fails_part_way_puts_everything_back(blender, monkeypatch):
+    obj = add_grid(bpy, n=24, name="Hills")
+    s = obj.terrain_erosion
+    s.apply_preset(_preset("default"))
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    before, names = state(obj), {o.name for o in bpy.data.objects}
+    job_type = te.features.history.ErosionJob
+    runs = []
+
+    def run_then_fail(job, *args, **kw):  # the second entry fails (e.g. memory ran out)
+        runs.append(job)
+        if len(runs) == 2:
+            raise te.simcore.errors.UserError("not enough memory for the test")
+        return original(job, *args, **kw)
+
+    original = job_type.run
+    monkeypatch.setattr(job_type, "run", run_then_fail)
+    with pytest.raises(RuntimeError, match="not enough memory"):
+        bpy.ops.terrain.rebuild()
+    assert len(runs) == 2
+    assert same_state(before, state(obj))
+    assert {o.name for o in bpy.data.objects} == names
+    monkeypatch.setattr(job_type, "run", original)
     assert bpy.ops.terrain.rebuild() == {'FINISHED'}
     assert same_state(before, state(obj))
