@@ -247,10 +247,10 @@ class ErosionJob:
                   if resumed and settings.stored_state_seed() == seed else 0)
         work = (settings.work(g.rows, g.cols, g.cell_size) if particles is None
                 else particles)  # rain per area x the grid's real area, else Particles
-        if recipe is not None:  # the rounds the recorded run kept
-            per_round = sum(int(p.batch) for p in params.values())
-            work = recipe.rounds * per_round
-        self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
+        self.sim = Simulation(terrain, params, seed=seed,
+                              particles=work if recipe is None else 0, rounds_done=rounds)
+        if recipe is not None:  # exactly the rounds the recorded run kept (a run
+            self.sim.target_rounds = rounds + recipe.rounds  # stopped early too)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
         original = (np.ascontiguousarray(self.snapshot.positions[:, 2])

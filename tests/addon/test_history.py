@@ -311,10 +311,12 @@ def test_the_history_panel_draws_the_list_and_its_operators(blender):
     assert obj.terrain_erosion.history[0].label.startswith("Erode")
 
 
-def test_a_live_run_stopped_part_way_records_what_it_kept_and_rebuilds_it(blender):
+@pytest.mark.parametrize("preset", ["default", "young_range"])  # young_range: an age
+def test_a_live_run_stopped_part_way_records_what_it_kept_and_rebuilds_it(blender, preset):
     import time
     obj = add_grid(bpy, n=24, name="Hills")
     s = obj.terrain_erosion
+    s.apply_preset(_preset(preset))
     s.particles = 400_000
     job = te.data.job.ErosionJob(obj, record="erode")
     job.live_update = 0.0
