@@ -43,6 +43,7 @@ else:
         batch,
         engine_tiles,
         export,
+        history,
         ice_surface,
         masks,
         material,
@@ -58,8 +59,8 @@ else:
     from .ui import overlay, presets_ui, properties
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, ice_surface, water_data, bake, ridges, masks, warmup, report_ui, material,
-                engine_tiles, rock, refine)
+                export, ice_surface, water_data, bake, ridges, history, masks, warmup,
+                report_ui, material, engine_tiles, rock, refine)
 
 
 def register() -> None:

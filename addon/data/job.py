@@ -20,8 +20,9 @@ from ..simcore.errors import UserError
 from ..simcore.fileio import available_memory
 from ..simcore.terrain import Terrain, TerrainError
 from . import grid as gridio
-from . import instances, masks, writeback
+from . import history, instances, masks, writeback
 from .objects import remove_object
+from .scale import RealScale
 
 #: a live run asks for the next frame no sooner than this many times the time Blender
 #: took after the last frame's writes (normals, redraw: about 0.7 s at 2048²), so
@@ -200,7 +201,11 @@ class ErosionJob:
     """Reads the grid and its stored state, runs the simulation, writes back."""
 
     def __init__(self, obj: bpy.types.Object, particles: int | None = None,
-                 params: dict | None = None) -> None:
+                 params: dict | None = None, record: str | None = None,
+                 recipe: history.Recipe | None = None) -> None:
+        """``record``: 'erode' or 'step' adds an entry to the object's history when the
+        run keeps something; ``recipe``: a history entry replayed (its settings, seed,
+        rounds, real size and masks instead of the object's)."""
         problem = gridio.object_problem(obj)
         if problem:
             raise gridio.GridError(problem)
@@ -210,14 +215,20 @@ class ErosionJob:
         settings = obj.terrain_erosion
         me = obj.data
         # ``params``: the run's own (a bake's keyed values at its first frame)
+        if recipe is not None:
+            params = recipe.params
         params = settings.enabled_params() if params is None else params
+        self.record_kind = record
+        self.params = params
         #: the object's rock column (None: Rock Layers off); a bad layer stops here
-        self.rock = settings.rock.to_column()
+        self.rock = settings.rock.to_column() if recipe is None else recipe.rock
         self.outputs = _produced(params)
         if self.rock is not None:  # the exposed layer, for the material and scripts
             self.outputs.append("rock_layer")
-        self.write_colors = settings.write_colors
-        self.with_water = "pool" in self.outputs and settings.water_surface
+        self.write_colors = settings.write_colors if recipe is None else recipe.write_colors
+        self.water_surface = (settings.water_surface if recipe is None
+                              else recipe.water_surface)
+        self.with_water = "pool" in self.outputs and self.water_surface
         #: processes whose change layer the run writes: the enabled ones and those
         #: whose layer the mesh holds (read back by _read_changes)
         self.change_count = len(set(params) | {
@@ -231,12 +242,16 @@ class ErosionJob:
         self.obj_uid = obj.session_uid
         self.mesh_name = me.name
         self.vertex_count = len(me.vertices)
-        seed = settings.full_seed()
+        seed = settings.full_seed() if recipe is None else recipe.seed
         self.settings_seed = seed
         self.live_update = settings.live_update
         g = self.grid
         #: local units <-> the real world the simulation runs in (addon/data/scale.py)
-        self.scale = settings.real_scale(g.rows, g.cols, g.cell_size)
+        #: the Real Size (0: automatic) and Vertical Exaggeration the run uses
+        self.size_settings = ((float(f"{settings.real_size:.7g}"),
+                               float(f"{settings.vertical_exaggeration:.7g}"))
+                              if recipe is None else (recipe.real_size, recipe.exaggeration))
+        self.scale = RealScale.of(g.rows, g.cols, g.cell_size, *self.size_settings)
         z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
         _refuse_bad_mesh(obj, z)
         self.snapshot = gridio.MeshSnapshot.take(me)
@@ -244,7 +259,17 @@ class ErosionJob:
         self.with_trees = any("trees" in PROCESSES[name].writes for name in params)
         terrain, resumed = self._start_terrain(obj, z, seed)
         terrain.rock = self.rock  # the Simulation lays it over the grid
-        self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
+        if recipe is None:
+            self.masks_used = masks.apply_masks(obj, self.grid, terrain)  # painted masks
+        else:  # the maps the recorded run used, as they were
+            for name, raster in recipe.maps.items():
+                setattr(terrain, name, raster.copy())
+            terrain.validate()
+            self.masks_used = list(recipe.maps)
+        #: the input maps this run uses (what its history entry keeps)
+        self.maps = {name: getattr(terrain, name) for name in history.MAPS
+                     if name in self.masks_used
+                     or (name == "protect" and "selection" in self.masks_used)}
         self.extras_before = {key: _extra_state(getattr(settings, key))
                               for key in ("trees_object", "water_object")}
         #: helper objects (trees, water) the run must find again: key -> session uid
@@ -255,7 +280,10 @@ class ErosionJob:
                   if resumed and settings.stored_state_seed() == seed else 0)
         work = (settings.work(g.rows, g.cols, g.cell_size) if particles is None
                 else particles)  # rain per area x the grid's real area, else Particles
-        self.sim = Simulation(terrain, params, seed=seed, particles=work, rounds_done=rounds)
+        self.sim = Simulation(terrain, params, seed=seed,
+                              particles=work if recipe is None else 0, rounds_done=rounds)
+        if recipe is not None:  # exactly the rounds the recorded run kept (a run
+            self.sim.target_rounds = rounds + recipe.rounds  # stopped early too)
         #: what this grid cannot show (dunes smaller than its cells...): reported at start
         self.advice = self.sim.advice()
         #: "estimate: about 6 min of work ..." for a long run (simcore/engine/timing.py),
@@ -263,6 +291,8 @@ class ErosionJob:
         self.estimate = long_run_note(self.sim)
         original = (np.ascontiguousarray(self.snapshot.positions[:, 2])
                     if me.attributes.get(gridio.ORIGINAL_Z) is None else None)
+        #: the run stores the original heights: the mesh held them when it started
+        self.writer_wrote_original = original is not None
         #: the per-vertex buffers and the write-back (addon/data/writeback.py)
         self.writer = writeback.Writer(g, self.scale, positions, self.outputs,
                                        self.write_colors, self.with_trees, self.with_water,
@@ -566,8 +596,19 @@ class ErosionJob:
         _EXACT.clear()
         if waited and self.up_to_date and self.frames_written:
             _remember_exact(obj, self.scale, self.sim)
+        if self.record_kind is not None and rounds > self.start_rounds:
+            self._record(s, rounds)
         layers_changed(obj)
         return (rounds - self.start_rounds) * self.sim.per_round
+
+    def _record(self, settings, rounds: int) -> None:
+        """Add this run to the object's history (addon/data/history.py)."""
+        if self.writer_wrote_original:  # the history starts at the original heights
+            settings.history_from_original = True
+        history.record(settings, history.run_entry(
+            self.record_kind, settings.preset, self.params, self.sim.seed,
+            self.start_rounds, rounds - self.start_rounds, *self.size_settings, self.rock,
+            self.write_colors, self.water_surface, self.exact_resume, self.maps))
 
     def cancel(self) -> str | None:
         """Put the mesh and its trees and water objects back exactly as they were

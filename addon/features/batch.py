@@ -136,7 +136,7 @@ def _apply_settings(obj: bpy.types.Object, args: argparse.Namespace) -> int | No
 
 def _run(obj: bpy.types.Object, work: int | None) -> None:
     """One synchronous run of the object's settings, with progress lines."""
-    job = ErosionJob(obj, work)
+    job = ErosionJob(obj, work, record="erode")  # in the history, as Erode in the UI
     print(f"terrain_erosion: {obj.name}: {job.grid.cols}x{job.grid.rows} grid, "
           f"{job.sim.target_particles} particles, seed {job.sim.seed}; "
           f"{job.scale.describe()}", flush=True)

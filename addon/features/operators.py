@@ -68,7 +68,7 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         options={'SKIP_SAVE'})
 
     def _make_job(self, context) -> ErosionJob:
-        job = ErosionJob(context.active_object, self.particles or None)
+        job = ErosionJob(context.active_object, self.particles or None, record="erode")
         for text in job.advice:  # the run goes ahead; the user learns why it may look off
             self.report({'WARNING'}, text[:1].upper() + text[1:])
         if job.estimate:  # a long run: the user learns how long before it starts
@@ -214,7 +214,7 @@ class TERRAIN_OT_step(_TerrainOperator, bpy.types.Operator):
 
     @reports_user_errors
     def execute(self, context):
-        job = ErosionJob(context.active_object, particles=1)
+        job = ErosionJob(context.active_object, particles=1, record="step")
         job.sim.run_round()
         job.finish()
         return {'FINISHED'}
@@ -234,19 +234,31 @@ class TERRAIN_OT_reset(_TerrainOperator, bpy.types.Operator):
         if not reset_to_original(obj):
             self.report({'WARNING'}, f"'{obj.name}' has no stored original heights")
             return {'CANCELLED'}
+        # the history stays, switched off: ticking entries and Rebuild brings them back
+        s = obj.terrain_erosion
+        for entry in s.history:
+            entry.enabled = False
+        s.history_from_original = True
         return {'FINISHED'}
 
 
 class TERRAIN_OT_apply(_TerrainOperator, bpy.types.Operator):
     """Keep the eroded heights as the new original: forget the stored pre-erosion
-    heights (Reset will no longer go back past this point)"""
+    heights and the erosion history (Reset and Rebuild will no longer go back past this
+    point)"""
 
     bl_idname = "terrain.apply"
     bl_label = "Apply"
     bl_options = {'REGISTER', 'UNDO'}
 
     def execute(self, context):
-        gridio.forget_original(context.active_object.data)
+        obj = context.active_object
+        gridio.forget_original(obj.data)
+        # the entries ran on the old original: a history starts from these heights
+        s = obj.terrain_erosion
+        s.history.clear()
+        s.history_index = 0
+        s.history_from_original = True
         return {'FINISHED'}
 
 

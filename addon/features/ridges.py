@@ -17,7 +17,9 @@ import bpy
 import numpy as np
 
 from ..data import grid as gridio
+from ..data import history
 from ..data.meshes import quad_mesh
+from ..data.scale import RealScale
 from ..simcore.generators import ridges as dla
 from ..simcore.params import ParameterError
 from ..ui.boundary import reports_user_errors
@@ -162,7 +164,7 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
             raise ParameterError("a new grid has no painted vertex group: use another "
                                  "start, or paint on an existing grid")
         n, size = self.new_resolution, float(self.new_size)
-        _check_spacing(params, size)
+        check_spacing(params, size)
         ridges = dla.ridge_terrain((n, n), size / (n - 1), params)
         me = _grid_mesh("Ridges", n, size, ridges.heights)
         obj = bpy.data.objects.new("Ridges", me)
@@ -180,28 +182,51 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
         problem = gridio.object_problem(obj)
         if problem:
             raise gridio.GridError(problem)
-        me = obj.data
-        positions = gridio.read_positions(me)
-        g = gridio.detect_grid(me, positions)
-        z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
-        if not np.isfinite(z).all():
-            raise gridio.GridError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
-                                   "first")
-        scale = obj.terrain_erosion.real_scale(g.rows, g.cols, g.cell_size)
-        _check_spacing(params, scale.real_size)
-        start = _painted(obj, self.vertex_group, g) if params.start == "mask" else None
-        ridges = dla.ridge_terrain((g.rows, g.cols), scale.world_cell, params, start)
-        base = z if self.mode == 'ADD' else np.zeros_like(z)
-        new_z = base + scale.local_height(ridges.heights)
-        # the stored erosion layers describe the old surface: a fresh start
-        gridio.remove_layers(me)
-        gridio.write_heights(me, g, positions, new_z)
-        me.update()
+        s = obj.terrain_erosion
+        sizes = (float(f"{s.real_size:.7g}"), float(f"{s.vertical_exaggeration:.7g}"))
+        start = None
+        if params.start == "mask":
+            start = _painted(obj, self.vertex_group, gridio.detect_grid(obj.data))
+        ridges = raise_ridges(obj, params, self.mode, start, sizes)
+        history.record(s, history.ridges_entry(params, self.mode, start, *sizes))
         self.report({'INFO'}, _summary(obj.name, ridges))
         return {'FINISHED'}
 
 
-def _check_spacing(params: dla.RidgeParams, width: float) -> None:
+def raise_ridges(obj: bpy.types.Object, params: dla.RidgeParams, mode: str,
+                 start: np.ndarray | None, sizes: tuple[float, float]) -> dla.Ridges:
+    """Grow ridges on grid ``obj`` and add them to its heights (``mode`` 'ADD') or make
+    them its heights ('REPLACE'), at real size and exaggeration ``sizes``; ``start``:
+    the painted start raster (Start: Vertex group). The heights before are kept as the
+    original when none is stored (Reset and Rebuild go back past the ridges); the
+    erosion layers are removed (they describe the old surface)."""
+    me = obj.data
+    positions = gridio.read_positions(me)
+    g = gridio.detect_grid(me, positions)
+    z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
+    if not np.isfinite(z).all():
+        raise gridio.GridError(f"'{obj.name}' has NaN/inf vertex heights: fix the mesh "
+                               "first")
+    scale = RealScale.of(g.rows, g.cols, g.cell_size, *sizes)
+    check_spacing(params, scale.real_size)
+    if start is not None and start.shape != (g.rows, g.cols):
+        raise ParameterError(f"the painted start of the ridges is {start.shape[0]}x"
+                             f"{start.shape[1]}, the grid of '{obj.name}' {g.rows}x{g.cols}")
+    ridges = dla.ridge_terrain((g.rows, g.cols), scale.world_cell, params, start)
+    base = z if mode == 'ADD' else np.zeros_like(z)
+    new_z = base + scale.local_height(ridges.heights)
+    if me.attributes.get(gridio.ORIGINAL_Z) is None:
+        if not obj.terrain_erosion.history:  # the history starts at these heights
+            obj.terrain_erosion.history_from_original = True
+        gridio.ensure_attribute(me, gridio.ORIGINAL_Z, 'FLOAT').data.foreach_set(
+            "value", np.ascontiguousarray(positions[:, 2]))
+    gridio.remove_layers(me, keep_original=True)
+    gridio.write_heights(me, g, positions, new_z)
+    me.update()
+    return ridges
+
+
+def check_spacing(params: dla.RidgeParams, width: float) -> None:
     if params.ridge_spacing > width / 4:
         raise ParameterError(
             f"ridge spacing {params.ridge_spacing:.4g} is more than a quarter of the grid's "

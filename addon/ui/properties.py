@@ -82,6 +82,18 @@ def _process_group(name: str) -> type[bpy.types.PropertyGroup]:
 PROCESS_GROUPS = {name: _process_group(name) for name in PROCESSES}
 
 
+class TERRAIN_PG_history_entry(bpy.types.PropertyGroup):
+    """One run in an object's erosion history: what the list shows, whether Rebuild
+    replays it, and the record itself (JSON, addon/data/history.py)."""
+
+    label: bpy.props.StringProperty(name="Entry", default="",
+                                    description="What ran (preset, seed, rounds, masks)")
+    enabled: bpy.props.BoolProperty(name="Enabled", default=True,
+                                    description="Rebuild replays this entry")
+    data: bpy.props.StringProperty(name="Record", default="",
+                                   description="What ran, as the add-on recorded it (JSON)")
+
+
 def _settings_annotations() -> dict:
     ann = {name: bpy.props.PointerProperty(type=group) for name, group in PROCESS_GROUPS.items()}
     seed_default, seed_lo, _, _ = SIMULATION_KEYS["seed"]
@@ -158,6 +170,16 @@ def _settings_annotations() -> dict:
         "provenance": bpy.props.StringProperty(
             name="Provenance", default="",
             description="Preset, seed, work and simcore version of the last run"),
+    })
+    ann.update({  # the erosion history (addon/data/history.py)
+        "history": bpy.props.CollectionProperty(type=TERRAIN_PG_history_entry,
+                                                name="Erosion History"),
+        "history_index": bpy.props.IntProperty(name="Active Entry", default=0, min=0),
+        # False in files saved before the history existed: runs were not recorded
+        "history_from_original": bpy.props.BoolProperty(
+            name="History From Original", default=False,
+            description="The history holds every run since the original heights, so "
+                        "Rebuild can replay it"),
     })
     ann.update(mask_annotations())  # masks.py: painted masks and Selection Only
     # rock_props.py: the rock column (layers and their frame)
@@ -273,7 +295,8 @@ class TERRAIN_PG_runtime(bpy.types.PropertyGroup):
     stop_requested: bpy.props.BoolProperty(name="Stop Requested", default=False)
 
 
-classes = (*PROCESS_GROUPS.values(), *ROCK_CLASSES, TERRAIN_PG_settings, TERRAIN_PG_runtime)
+classes = (*PROCESS_GROUPS.values(), *ROCK_CLASSES, TERRAIN_PG_history_entry,
+           TERRAIN_PG_settings, TERRAIN_PG_runtime)
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
 
 
