@@ -125,20 +125,32 @@ def run(name: str, start: np.ndarray, cell: float, out: Path) -> None:
                            picture(after, cell, ice=ice, snow=snow, laid=laid)], axis=1)
     text = label(f"{name}: before, after", body.shape[1])
     save_png(out / PICTURES[name], np.concatenate([text, body], axis=0))
-    # the valley section: across the row or column through the thickest ice, where
-    # the ground falls towards that cell from both sides
-    r, c = np.unravel_index(int(np.argmax(ice_max * (ice_max < np.percentile(
-        ice_max[ice_max > 0], 90)))), ice_max.shape)
+    # the valley section: through the cell with the thickest ice whose row or column
+    # crosses a valley there (the start's lowest point within 3 cells of it, both
+    # sides rising 200 m or more within 900 m)
     half = int(round(900.0 / cell))
-    rows = slice(max(r - half, 0), min(r + half + 1, start.shape[0]))
-    cols = slice(max(c - half, 0), min(c + half + 1, start.shape[1]))
-    across_row = np.ptp(start[r, cols]) >= np.ptp(start[rows, c])
-    pick = (r, cols) if across_row else (rows, c)
+    pick = None
+    for idx in np.argsort(-ice_max, axis=None)[:2000]:
+        r, c = np.unravel_index(int(idx), ice_max.shape)
+        if not (half <= r < start.shape[0] - half and half <= c < start.shape[1] - half):
+            continue
+        for across_row, z in ((True, start[r, c - half:c + half + 1]),
+                              (False, start[r - half:r + half + 1, c])):
+            if (abs(int(np.argmin(z)) - half) <= 3 and z[:half].max() - z.min() > 200.0
+                    and z[half:].max() - z.min() > 200.0):
+                pick = (r, slice(c - half, c + half + 1)) if across_row else \
+                    (slice(r - half, r + half + 1), c)
+                break
+        if pick is not None:
+            break
+    if pick is None:
+        print(f"{name}: no valley under the ice to draw a section of")
+        return
+    where = f"row {r}" if across_row else f"column {c}"
     z0, z1, s1 = start[pick], after[pick], surface_max[pick]
     x = np.arange(len(z0)) * cell
     b0, w0 = section_fit(x, z0)
     b1, w1 = section_fit(x, z1)
-    where = f"row {r}" if across_row else f"column {c}"
     print(f"{name}: section across {where} ({len(z0) * cell:.0f} m): floor "
           f"{z0.min():.0f} -> {z1.min():.0f} m, b {b0:.2f} -> {b1:.2f}, width at half "
           f"depth {w0:.0f} -> {w1:.0f} m, ice at most {np.max(s1 - z0):.0f} m")

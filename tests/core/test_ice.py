@@ -275,3 +275,40 @@ def test_range_under_ice_keeps_its_ice_and_snow_above_the_valleys():
     # and none where the ground is in the lowest tenth of the relief
     low = ground < ground.min() + 0.1 * np.ptp(ground)
     assert ice_now[low].max() < 1.0 and snow_now[low].max() < 0.1
+
+
+def _wall_exponent(section: np.ndarray, across: np.ndarray, half: float,
+                   cell: float) -> float:
+    """b of depth ~ |x|^b over a section's floor and walls from one cell to ``half``
+    off the axis."""
+    m = np.abs(across) <= half
+    x, z = np.abs(across[m]), section[m] - section[m].min()
+    keep = (x > cell) & (z > 0.5)
+    return float(np.polyfit(np.log(x[keep]), np.log(z[keep]), 1)[0])
+
+
+@pytest.mark.slow
+def test_a_valley_glacier_widens_its_v_shaped_valley_towards_a_u():
+    """A V valley (walls at 0.5, 1.8 km across) under a glacier 250-550 m thick, fed from
+    its head and walls: the section's power law steepens (b up: 1 is a V, 2 a U;
+    Harbor 1992). The ice's stiffness carries the thick middle's stress to the thin
+    ice on the walls (the coupling); without it the middle slides far faster and the
+    valley stays a V, deeper (b down to 0.7 in its lower reach)."""
+    nx, ny, cell = 120, 64, 50.0
+    x = np.arange(nx) * cell
+    across = (np.arange(ny) - (ny - 1) / 2.0) * cell
+    d = np.abs(across)[:, None]
+    z = 3200.0 - 0.08 * x[None, :] + 0.5 * np.minimum(d, 900.0) + 0.05 * np.maximum(d - 900.0, 0)
+    t = Terrain.from_heights(z, cell)
+    p = ice.IceParams(age=40000.0, time_step=1000.0, ela=3150.0, max_accumulation=1.0,
+                      flow_cell=100.0)
+    h = t.height()
+    last = 0.1
+    for k in range(ice.steps(p)):
+        last = ice.glaciate(t, p, k, ice._pass_years(p, k), h, last)["last_step"]
+    out = t.height() * cell
+    for col in (50, 70):
+        before = _wall_exponent(z[:, col], across, 900.0, cell)
+        after = _wall_exponent(out[:, col], across, 900.0, cell)
+        assert z[:, col].min() - out[:, col].min() > 50.0  # the ice dug the floor
+        assert after > before + 0.1, (col, before, after)
