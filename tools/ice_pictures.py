@@ -129,23 +129,33 @@ def run(name: str, start: np.ndarray, cell: float, out: Path) -> None:
     # crosses a valley there (the start's lowest point within 3 cells of it, both
     # sides rising 200 m or more within 900 m)
     half = int(round(900.0 / cell))
-    pick = None
-    for idx in np.argsort(-ice_max, axis=None)[:2000]:
+    picks: list[tuple[int, int, bool, tuple]] = []
+    for idx in np.argsort(-ice_max, axis=None)[:4000]:
         r, c = np.unravel_index(int(idx), ice_max.shape)
+        if ice_max[r, c] < 50.0:
+            break
         if not (half <= r < start.shape[0] - half and half <= c < start.shape[1] - half):
+            continue
+        if any(abs(r - a) + abs(c - b) < half for a, b, _, _ in picks):
             continue
         for across_row, z in ((True, start[r, c - half:c + half + 1]),
                               (False, start[r - half:r + half + 1, c])):
             if (abs(int(np.argmin(z)) - half) <= 3 and z[:half].max() - z.min() > 200.0
                     and z[half:].max() - z.min() > 200.0):
-                pick = (r, slice(c - half, c + half + 1)) if across_row else \
-                    (slice(r - half, r + half + 1), c)
+                picks.append((r, c, across_row, (r, slice(c - half, c + half + 1))
+                              if across_row else (slice(r - half, r + half + 1), c)))
                 break
-        if pick is not None:
-            break
-    if pick is None:
+    if not picks:
         print(f"{name}: no valley under the ice to draw a section of")
         return
+    xs = np.arange(2 * half + 1) * cell
+    fits = np.array([(section_fit(xs, start[p])[0], section_fit(xs, after[p])[0])
+                     for _, _, _, p in picks])
+    fits = fits[np.isfinite(fits).all(axis=1)]
+    print(f"{name}: {len(fits)} valley sections under ice thicker than 50 m: median b "
+          f"{np.median(fits[:, 0]):.2f} -> {np.median(fits[:, 1]):.2f}, up in "
+          f"{(fits[:, 1] > fits[:, 0]).mean():.0%} of them")
+    r, c, across_row, pick = picks[0]
     where = f"row {r}" if across_row else f"column {c}"
     z0, z1, s1 = start[pick], after[pick], surface_max[pick]
     x = np.arange(len(z0)) * cell
