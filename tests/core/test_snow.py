@@ -276,3 +276,22 @@ def test_centimetre_cells_are_told_their_real_size_matters():
     assert snow.advice(snow.SnowParams(), 30.0) is None
     text = snow.advice(snow.SnowParams(), 0.01)
     assert text is not None and "metres" in text
+
+
+def test_the_alpine_preset_lays_snow_above_the_middle_of_the_relief():
+    from simcore.formats.presets import find_preset
+    from simcore.generators.uplands import drained_uplands
+    cell = 30.0
+    start = drained_uplands(48, seed=3, cell_size=cell, relief=1200.0)
+    preset = find_preset("alpine")
+    assert preset.enabled.get("snow")
+    terrain = Terrain.from_heights(start, cell)
+    Simulation(terrain, preset.enabled_params(), seed=preset.seed,
+               particles=preset.work(terrain)).run()
+    depth = terrain.snow * cell
+    ground = terrain.height() * cell
+    line = ground.min() + 0.5 * np.ptp(ground)
+    assert (depth[ground > line + 100.0] > 0.1).mean() > 0.5  # most high ground has snow
+    # avalanches run out below the line, but the low valleys have none
+    low = ground < ground.min() + 0.25 * np.ptp(ground)
+    assert depth[low].max() == 0.0, depth[low].max()
