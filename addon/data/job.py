@@ -152,6 +152,25 @@ def halt_all_runs() -> None:
         runner.halt()
 
 
+def read_changes(me: bpy.types.Mesh, grid: gridio.Grid, unit: float,
+                 terrain: Terrain) -> None:
+    """Each process's change so far from its ``te_change_<process>`` layer (local
+    units -> cell units: ``unit`` local units a cell), so a run adds on and the layers
+    keep adding up to the change since the original heights -- also when the state was
+    not resumed (the mesh was edited since: the edit is no process's). Without original
+    heights every change layer starts at zero (a run writes the originals now, and a
+    layer of a process not in the run is rewritten as zeros). Values that are not
+    finite read as 0. A layer of another type (a user attribute with our name) is not
+    read; a run replaces it if it writes it."""
+    since = me.attributes.get(gridio.ORIGINAL_Z) is not None
+    for name, attr in gridio.CHANGE_LAYERS.items():
+        values = gridio.read_float_layer(me, attr, grid)
+        if values is not None:
+            finite = np.isfinite(values)
+            terrain.changes[name] = (np.where(finite, values, 0.0) / unit if since
+                                     else np.zeros_like(values))
+
+
 def read_state(me: bpy.types.Mesh, grid: gridio.Grid, z: np.ndarray,
                scale) -> tuple[Terrain, bool]:
     """Terrain from the stored float layers when they still match the mesh (a saved
@@ -230,7 +249,7 @@ class ErosionJob:
                               else recipe.water_surface)
         self.with_water = "pool" in self.outputs and self.water_surface
         #: processes whose change layer the run writes: the enabled ones and those
-        #: whose layer the mesh holds (read back by _read_changes)
+        #: whose layer the mesh holds (read back by read_changes)
         self.change_count = len(set(params) | {
             name for name, attr in gridio.CHANGE_LAYERS.items()
             if me.attributes.get(attr) is not None})
@@ -317,7 +336,7 @@ class ErosionJob:
                 setattr(exact, name, getattr(fresh, name))
             return exact, True
         terrain, resumed = self._read_state(obj.data, z)
-        self._read_changes(obj.data, terrain)
+        read_changes(obj.data, self.grid, self.scale.height_unit, terrain)
         if self.with_trees and resumed:
             terrain.trees = instances.read_trees(obj, self.grid)
         return terrain, resumed
@@ -366,22 +385,6 @@ class ErosionJob:
         """Terrain from the stored float layers (:func:`read_state`)."""
         return read_state(me, self.grid, z, self.scale)
 
-    def _read_changes(self, me: bpy.types.Mesh, terrain: Terrain) -> None:
-        """Each process's change so far from its ``te_change_<process>`` layer (local
-        units -> cell units), so the run adds on and the layers keep adding up to the
-        change since the original heights -- also when the state was not resumed (the
-        mesh was edited since: the edit is no process's). Without original heights the
-        run writes them now, so every change layer starts at zero (a layer of a process
-        not in this run too: it is rewritten as zeros). A layer of another type (a user
-        attribute with our name) is not read; the run replaces it if it writes it."""
-        since = me.attributes.get(gridio.ORIGINAL_Z) is not None
-        unit = self.scale.height_unit
-        for name, attr in gridio.CHANGE_LAYERS.items():
-            values = gridio.read_float_layer(me, attr, self.grid)
-            if values is not None:
-                finite = np.isfinite(values)
-                terrain.changes[name] = (np.where(finite, values, 0.0) / unit if since
-                                         else np.zeros_like(values))
 
     def find_object(self) -> bpy.types.Object | None:
         """The object again (references die on undo and file loads): by name, else by

@@ -436,6 +436,8 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
         _remove_empty(made)
         raise
     _state.clear()
+    if job.sim.rounds_done > job.sim.start_rounds:  # a bake is no entry of the history
+        obj.terrain_erosion.history_from_original = False
     b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
     _state.messages.pop(obj.name, None)
     return manifest

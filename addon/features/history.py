@@ -165,9 +165,10 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
     s = obj.terrain_erosion
     if not s.history_from_original:
         raise history.HistoryError(
-            f"the history of '{obj.name}' does not start at its original heights (runs "
-            "made before the add-on kept a history are not in it): Apply to start a "
-            "history from the current heights, or Reset to Original")
+            f"the history of '{obj.name}' does not hold all of its erosion (runs from "
+            "before the add-on kept a history, an Animation Bake or a Refine x2 are not "
+            "in it): Apply to start a history from the current heights, or Reset to "
+            "Original")
     recipes = history.enabled_recipes(s)
     names = [history.entry_name(s, i) for i, e in enumerate(s.history) if e.enabled]
     me = obj.data
@@ -284,8 +285,8 @@ class TERRAIN_PT_history(ErosionSubPanel, bpy.types.Panel):
             .direction = 'DOWN'
         layout.operator(TERRAIN_OT_rebuild.bl_idname, icon='FILE_REFRESH')
         if s.history and not s.history_from_original:
-            wrap_label(layout, "Runs before this history are not in it: Apply to start "
-                       "one from the current heights", icon='INFO')
+            wrap_label(layout, "Erosion outside this history (earlier runs, a bake, a "
+                       "refine): Apply to start one from the current heights", icon='INFO')
 
 
 classes = (TERRAIN_UL_history, TERRAIN_OT_history_remove, TERRAIN_OT_history_move,

@@ -117,11 +117,8 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
     z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
     terrain, _ = job.read_state(me, g, z, scale)
     ours = {attr: name for name, attr in gridio.FLOAT_LAYERS.items()}
+    job.read_changes(me, g, unit, terrain)
     changes = {attr: name for name, attr in gridio.CHANGE_LAYERS.items()}
-    for attr, name in changes.items():
-        values = gridio.read_float_layer(me, attr, g)
-        if values is not None:
-            terrain.changes[name] = values / unit
     fine = refine(terrain)  # the memory check first
     fine_unit = unit / 2.0
     n = len(me.vertices)
@@ -196,6 +193,8 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
         raise
     old_name = me.name
     obj.data = new
+    if settings.history:  # its entries ran on the coarse grid: Rebuild cannot replay them
+        settings.history_from_original = False
     for name, weights in groups.items():  # the names live on the mesh in Blender 3+
         group = obj.vertex_groups.get(name) or obj.vertex_groups.new(name=name)
         w = np.clip(weights, 0.0, 1.0).astype(np.float32)

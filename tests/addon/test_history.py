@@ -257,7 +257,7 @@ def test_old_file_without_history_works_and_rebuild_refuses_clearly(blender):
     assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}, "runs as before"
     assert len(s.history) == 1
     before = state(obj)
-    with pytest.raises(RuntimeError, match="does not start at its original heights"):
+    with pytest.raises(RuntimeError, match="does not hold all of its erosion"):
         bpy.ops.terrain.rebuild()
     assert same_state(before, state(obj))
 
@@ -410,4 +410,28 @@ def test_a_replay_that_fails_part_way_puts_everything_back(blender, monkeypatch)
     assert {o.name for o in bpy.data.objects} == names
     monkeypatch.setattr(job_type, "run", original)
     assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    assert same_state(before, state(obj))
+
+
+@pytest.mark.parametrize("step", ["bake", "refine"])
+def test_a_bake_or_a_refine_leaves_a_history_that_rebuild_refuses_clearly(blender, tmp_path,
+                                                                          step):
+    """Neither an Animation Bake nor Refine x2 is an entry: Rebuild would drop what they
+    did (or replay coarse entries on the fine grid), so it refuses and says why."""
+    obj = add_grid(bpy, n=16, name="Hills")
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))  # the bake's cache
+    obj = bpy.data.objects["Hills"]
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    s = obj.terrain_erosion
+    assert len(s.history) == 1 and s.history_from_original
+    if step == "bake":
+        b = obj.terrain_bake
+        b.frame_start, b.frame_end, b.particles_per_frame = 1, 3, 100
+        assert bpy.ops.terrain.bake() == {'FINISHED'}
+    else:
+        assert bpy.ops.terrain.refine() == {'FINISHED'}
+    assert not s.history_from_original
+    before = state(obj)
+    with pytest.raises(RuntimeError, match="an Animation Bake or a Refine x2"):
+        bpy.ops.terrain.rebuild()
     assert same_state(before, state(obj))

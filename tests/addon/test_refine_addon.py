@@ -111,3 +111,21 @@ def test_undo_brings_the_coarse_grid_back(blender):
     obj = bpy.data.objects[name]
     assert len(obj.data.vertices) == 81 and same_state(before, mesh_state(obj.data))
     assert [m.name for m in obj.data.materials] == ["Ground"]
+
+
+def test_a_change_layer_with_a_nan_refines_as_the_runs_read_it(blender):
+    """A NaN in a process's change layer reads as 0, as a run reads it, instead of
+    spreading through the refined layer."""
+    obj, z, _ = eroded_grid()
+    gridio = te.data.grid
+    me = obj.data
+    g = gridio.detect_grid(me)
+    attr = next(iter(gridio.CHANGE_LAYERS.values()))
+    change = np.full(z.shape, -0.01)
+    change[4, 4] = np.nan
+    gridio.write_float_layer(me, attr, g, change)
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.terrain.refine() == {'FINISHED'}
+    fine = gridio.read_float_layer(obj.data, attr, gridio.detect_grid(obj.data))
+    assert fine is not None and np.isfinite(fine).all()
+    assert np.count_nonzero(fine) > 0.5 * fine.size
