@@ -284,18 +284,20 @@ def glaciate(terrain: Terrain, params: IceParams, k: int, years: float,
         # sliding, where the shallow-ice approximation fails on steep walls, counts as
         # that stress's
         np.minimum(speed_c, params.sliding * MAX_STRESS ** 3, out=speed_c)
-        # the walls' thin ice slides with the stress of the ice around it
+        # the walls' thin ice slides with the stress of the ice around it; the edge
+        # cells only pass the ice out of the map (no bed of theirs is known): no
+        # sliding of theirs counts
         thick = thick_sum / flow_years
+        thick[0, :] = thick[-1, :] = 0.0
+        thick[:, 0] = thick[:, -1] = 0.0
         speed_c = glacier.couple(speed_c, thick, dx, COUPLING, MAX_COUPLING,
                                  np.empty_like(speed_c))
-        # the edge cells only pass the ice out of the map: no bed of theirs is known
-        speed_c[0, :] = speed_c[-1, :] = 0.0
-        speed_c[:, 0] = speed_c[:, -1] = 0.0
         speed = _interpolate(speed_c, ground.shape, f)
         # the share of the flow cells around with ice: no step at the ice's edge
         under = _interpolate((thick_sum > 0.0).astype(float), ground.shape, f)
-        under[_adverse(surface, ground, cell)] = 0.0
-        under *= _normal(ground, cell)
+        by, bx = np.gradient(ground, cell)
+        under[_adverse(surface, by, bx, cell)] = 0.0
+        under *= _normal(by, bx)
         dig = under * (params.erosion * speed ** params.erosion_exponent * years / cell)
         flat = terrain.bedrock.reshape(-1)
         taken = np.zeros(flat.size)
@@ -345,22 +347,21 @@ def _smooth(grid: np.ndarray, f: int) -> np.ndarray:
     return out
 
 
-def _normal(ground: np.ndarray, cell: float) -> np.ndarray:
+def _normal(by: np.ndarray, bx: np.ndarray) -> np.ndarray:
     """Metres the ground lowers per metre the ice wears its bed, which it wears at
     right angles to the bed: ``sqrt(1 + |grad b|^2)``, at most MAX_NORMAL. On a valley's
     walls the ice takes more height than on its floor, which widens the floor (the
-    cross-section models of Harbor 1992)."""
-    gy, gx = np.gradient(ground, cell)
-    return np.minimum(np.sqrt(1.0 + gx * gx + gy * gy), MAX_NORMAL)
+    cross-section models of Harbor 1992). ``by``, ``bx``: the bed's gradient."""
+    return np.minimum(np.sqrt(1.0 + bx * bx + by * by), MAX_NORMAL)
 
 
-def _adverse(surface: np.ndarray, bed: np.ndarray, cell: float) -> np.ndarray:
+def _adverse(surface: np.ndarray, by: np.ndarray, bx: np.ndarray,
+             cell: float) -> np.ndarray:
     """Where the bed rises against the ice flow more steeply than ADVERSE x the ice
     surface falls: meltwater climbing such a slope freezes onto the bed, which stops
     the erosion there (Alley et al. 2003; the bound on overdeepenings of Egholm et
-    al. 2012)."""
+    al. 2012). ``by``, ``bx``: the bed's gradient."""
     sy, sx = np.gradient(surface, cell)
-    by, bx = np.gradient(bed, cell)
     slope = np.hypot(sx, sy)
     rise = -(bx * sx + by * sy) / np.where(slope > 0.0, slope, 1.0)  # bed rise along flow
     return (slope > 0.0) & (rise > ADVERSE * slope)
