@@ -51,12 +51,13 @@ def dress(obj: bpy.types.Object) -> None:
     per-vertex water surface, whose edges follow the grid."""
     bpy.context.view_layer.objects.active = obj
     bpy.ops.terrain.apply_material()
-    if "te_ice" in obj.data.attributes:  # a cold preset: the glaciers as a surface
-        try:
+    ice = obj.data.attributes.get("te_ice")
+    if ice is not None:  # a cold preset that left ice: the glaciers as a surface
+        values = np.empty(len(ice.data), np.float32)
+        ice.data.foreach_get("value", values)
+        if values.max() > 0.0:
             bpy.ops.terrain.ice_surface()
-        except RuntimeError as exc:  # no ice left (the ice melted back)
-            print(f"demo: {exc}".strip(), flush=True)
-        bpy.context.view_layer.objects.active = obj
+            bpy.context.view_layer.objects.active = obj
     water = obj.terrain_erosion.water_object
     try:
         te.features.water_data.update_lakes(obj)
