@@ -56,7 +56,10 @@ def dress(obj: bpy.types.Object) -> None:
         values = np.empty(len(ice.data), np.float32)
         ice.data.foreach_get("value", values)
         if values.max() > 0.0:
-            bpy.ops.terrain.ice_surface()
+            try:
+                bpy.ops.terrain.ice_surface()
+            except RuntimeError as exc:  # all of it thinner than Min Ice Thickness
+                print(f"demo: no ice surface: {exc}".strip(), flush=True)
             bpy.context.view_layer.objects.active = obj
     water = obj.terrain_erosion.water_object
     try:
