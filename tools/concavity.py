@@ -103,10 +103,14 @@ def main(argv: list[str] | None = None) -> None:
     base = _overrides(args.set, ap)
     runs = [] if args.no_base else [("", base)]
     runs += [(t, {**base, **_overrides(t.split(","), ap)}) for t in args.tries]
+    sizes = args.sizes.split(",")
+    unknown = [z for z in sizes if z not in SIZES]
+    if unknown:
+        ap.error(f"--sizes {','.join(unknown)}: use a comma list of {', '.join(SIZES)}")
     scale = max(args.cells // SIZES["30m"][0], 1)
     print(f"{'run':44s} {'theta':>7s} {'r2':>7s} {'p50':>6s} {'p90':>6s} {'p99':>6s} "
           f"{'>45%':>6s} {'cut m':>6s} {'fill m':>6s}")
-    for size in args.sizes.split(","):
+    for size in sizes:
         heights, cell = start(size, scale, args.cache)
         print(_row(f"start {size}", landform_figures(heights / cell, cell)), flush=True)
         for name in args.presets:
