@@ -9,14 +9,17 @@ Rows:
   relief of both after the run (steady state: within 2% asked);
 * agreement at the steps of the presets with a landscape section (256² at 10, 30 and
   50 m cells, 128² with --quick): their uplift, K, m, n, D, time step and age (ours
-  with ``deposition = 0``, ``head_area = 0``), from the pyramid start at that cell
-  size; ``alpha`` = D dt / dx², the concavity theta of the slope-area fit (and its
-  r²) of each, r of the height change, the relief ratio and the roughness of each
-  (mean |h - the mean of its 4 neighbours|: fastscapelib's ADI rings, a checkerboard,
-  once alpha is well above 1); where alpha > 1 (not with --quick) also both against
-  ours at a tenth of the step (the converged run);
+  with ``deposition = 0``, ``head_area = 0``), from two starts at that cell size: the
+  pyramid and ``generate``'s drained uplands (edges at 0); ``alpha`` = D dt / dx², the
+  concavity theta of the slope-area fit (and its r²) of each, r of the height change,
+  the relief ratio and the roughness of each (mean |h - the mean of its 4 neighbours|:
+  fastscapelib's ADI rings, a checkerboard, once alpha is well above 1); where
+  alpha > 1 (not with --quick) also both against ours at a tenth of the step (the
+  converged run: ADI at alpha <= 1, which fastscapelib's matches to r = 1.000);
 * speed (1024² and 2048², 512² and 1024² with --quick): seconds per time step of
   each, measured in one run, on the same uplifted start, and their ratio;
+* a summary: per start and cell size, the largest |theta ours - theta fastscapelib|
+  and the smallest height-change r over the presets, and the speed ratios;
 * drainage and landforms of our landscape presets on the generated uplands (256² x
   30 m): share of the map in closed basins deeper than 1 m, the concavity theta of
   the slope-area fit and slope percentiles, before and after.
@@ -39,6 +42,7 @@ from simcore.analysis.landforms import correlation
 from simcore.engine.simulation import Simulation
 from simcore.formats.presets import load_preset, preset_files
 from simcore.generators.noise import fractal_terrain, upland_terrain
+from simcore.generators.uplands import drained_uplands
 from simcore.kernels import parallel
 from simcore.processes import landscape
 from simcore.terrain import Terrain
@@ -67,6 +71,14 @@ def _start(size: int, seed: int = 1, cell: float = CELL) -> np.ndarray:
     return h
 
 
+def _uplands(size: int, cell: float) -> np.ndarray:
+    """``generate``'s drained uplands at ``cell`` (seed 4), the edges lowered to 0 as
+    base level: a start whose network is already drained and concave."""
+    h = drained_uplands(size, seed=4, cell_size=cell)
+    h[0, :] = h[-1, :] = h[:, 0] = h[:, -1] = 0.0
+    return h
+
+
 def ours(h0: np.ndarray, steps: int, params: dict = PARAMS, cell: float = CELL,
          dt: float = DT) -> tuple[np.ndarray, float]:
     """Heights (world) after ``steps`` of our landscape process; seconds per step."""
@@ -86,17 +98,20 @@ def _roughness(h: np.ndarray) -> float:
     return float(np.abs(h[1:-1, 1:-1] - around).mean())
 
 
-def _preset_agreement(name: str, size: int, cell: float, fine: bool) -> dict:
-    """Ours against fastscapelib with a preset's landscape parameters and step; with
-    ``fine``, where alpha > 1, both against ours at a tenth of the step (the converged
-    run: ADI, alpha <= 1)."""
+def _preset_agreement(name: str, size: int, cell: float, fine: bool,
+                      start: str = "pyramid") -> dict:
+    """Ours against fastscapelib with a preset's landscape parameters and step, from
+    the ``start`` (pyramid or uplands); with ``fine``, where alpha > 1, both against
+    ours at a tenth of the step (the converged run: ADI, alpha <= 1)."""
     pr = load_preset(preset_files()[name]).params["landscape"]
     params = {key: getattr(pr, key) for key in PARAMS}
     steps = landscape.steps(pr)
-    h0 = _start(size, cell=cell)
+    h0 = _start(size, cell=cell) if start == "pyramid" else _uplands(size, cell)
     mine, _ = ours(h0, steps, params, cell, pr.time_step)
     ref, _ = run_fastscape(h0, cell, dt=pr.time_step, steps=steps, **params)
-    row = {"name": f"{name} {size}^2 x {cell:g} m, {steps} steps of {pr.time_step:g} yr",
+    row = {"name": f"{name} from the {start} {size}^2 x {cell:g} m, {steps} steps of "
+                   f"{pr.time_step:g} yr",
+           "start": start, "cell": cell,
            "alpha": pr.diffusivity * pr.time_step / cell ** 2}
     fits = {who: landforms.slope_area(hh / cell, cell) for who, hh in
             (("ours", mine), ("fastscape", ref))}
@@ -173,17 +188,40 @@ def _preset_row(name: str, size: int) -> dict:
     return row
 
 
+def _summary(agree: list[dict], speed: list[dict]) -> list[dict]:
+    """One row per start: per cell size the largest |theta ours - theta fastscapelib|
+    and the smallest height-change r over the presets (the targets: 0.05 and 0.97),
+    then the speed ratios of the run."""
+    rows = []
+    for start in dict.fromkeys(r["start"] for r in agree):
+        row: dict = {"name": f"summary, {start} start"}
+        for cell in dict.fromkeys(r["cell"] for r in agree):
+            these = [r for r in agree if r["start"] == start and r["cell"] == cell]
+            row[f"dtheta_max_{cell:g}m"] = max(
+                abs(r["theta_ours"] - r["theta_fastscape"]) for r in these)
+            row[f"dh_r_min_{cell:g}m"] = min(r["dh_r"] for r in these)
+        rows.append(row)
+    rows.append({"name": "summary, speed: fastscapelib's step / ours",
+                 **{f"speedup_{r['name'].split()[1]}": r["speedup"] for r in speed},
+                 **{f"speedup_1_thread_{r['name'].split()[1]}": r["speedup_1_thread"]
+                    for r in speed}})
+    return rows
+
+
 def run(quick: bool) -> list[dict]:
     rows = []
     if _ensure_fastscape():
         rows.append(_agreement(128 if quick else 256, 100 if quick else 300))
-        for name in ("young_range", "landscape_detail", "old_worn"):
-            if name in preset_files():
-                for cell in (10.0, 30.0, 50.0):
-                    rows.append(_preset_agreement(name, 128 if quick else 256, cell,
-                                                     not quick))
-        for size in ((512, 1024) if quick else (1024, 2048)):
-            rows.append(_speed(size, 3 if quick or size > 1024 else 10))
+        agree = []
+        for start in ("pyramid", "uplands"):
+            for name in ("young_range", "landscape_detail", "old_worn"):
+                if name in preset_files():
+                    for cell in (10.0, 30.0, 50.0):
+                        agree.append(_preset_agreement(name, 128 if quick else 256, cell,
+                                                       not quick, start))
+        speed = [_speed(size, 3 if quick or size > 1024 else 10)
+                 for size in ((512, 1024) if quick else (1024, 2048))]
+        rows += agree + speed + _summary(agree, speed)
     else:
         rows.append({"name": "fastscapelib 0.3.0 not installable here: no comparison"})
     for name in ("young_range", "old_worn", "landscape_detail", "default"):

@@ -131,29 +131,40 @@ def steepest_receivers(routed, outlet, receiver, distance):
 
 @njit(cache=True, nogil=True)
 def _steepest_band(routed, outlet, receiver, distance, lo, hi):
-    """:func:`steepest_receivers` for the flat cells ``lo .. hi-1``."""
+    """:func:`steepest_receivers` for the flat cells ``lo .. hi-1`` (whole rows): the
+    inner cells of a row without bounds checks, the same neighbours in the same order."""
     rows, cols = routed.shape
     fe = routed.reshape(-1)
     out = outlet.reshape(-1)
-    for k in range(lo, hi):
-        receiver[k] = k
-        distance[k] = 1.0
-        if out[k]:
-            continue
-        r0 = k // cols
-        c0 = k - r0 * cols
-        best = 0.0
-        for d in range(8):
-            r = r0 + _DR[d]
-            q = c0 + _DC[d]
-            if r < 0 or r >= rows or q < 0 or q >= cols:
+    for r0 in range(lo // cols, hi // cols):
+        for c0 in range(cols):
+            k = r0 * cols + c0
+            receiver[k] = k
+            distance[k] = 1.0
+            if out[k]:
                 continue
-            j = r * cols + q
-            s = (fe[k] - fe[j]) / _DIST[d]
-            if s > best:
-                best = s
-                receiver[k] = j
-                distance[k] = _DIST[d]
+            best = 0.0
+            if 0 < r0 < rows - 1 and 0 < c0 < cols - 1:
+                z = fe[k]
+                for d in range(8):
+                    j = k + _DR[d] * cols + _DC[d]
+                    s = (z - fe[j]) / _DIST[d]
+                    if s > best:
+                        best = s
+                        receiver[k] = j
+                        distance[k] = _DIST[d]
+                continue
+            for d in range(8):
+                r = r0 + _DR[d]
+                q = c0 + _DC[d]
+                if r < 0 or r >= rows or q < 0 or q >= cols:
+                    continue
+                j = r * cols + q
+                s = (fe[k] - fe[j]) / _DIST[d]
+                if s > best:
+                    best = s
+                    receiver[k] = j
+                    distance[k] = _DIST[d]
 
 
 @njit(cache=True, nogil=True)

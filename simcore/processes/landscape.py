@@ -106,11 +106,15 @@ def _step_years(params: LandscapeParams, k: int) -> float:
 @njit(cache=True, nogil=True)
 def _lifted(height, uplift, is_outlet, cell, rise, lift, h, h_start, lo, hi):
     """The flat cells ``lo .. hi-1`` after uplift: ``lift`` = ``rise`` x the uplift map
-    (0 at the outlets), ``h`` and ``h_start`` the heights in world units plus it."""
+    (0 at the outlets), ``h`` and ``h_start`` the heights in world units plus it.
+    Returns the sum of ``lift``."""
+    total = 0.0
     for k in range(lo, hi):
         lift[k] = 0.0 if is_outlet[k] else rise * uplift[k]
         h[k] = height[k] * cell + lift[k]
         h_start[k] = h[k]
+        total += lift[k]
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -165,6 +169,15 @@ def _incise(h, level, lake, receiver, stack, factor, n):
                     break
                 x = nx
             h[i] = x
+
+
+@njit(cache=True, nogil=True)
+def _drop(before, after):
+    """The sum of ``before - after`` (flat arrays), without a temporary array."""
+    total = 0.0
+    for k in range(before.size):
+        total += before[k] - after[k]
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -356,12 +369,16 @@ def _apply(h_new, h_start, lift, cell, height, bedrock, sediment, eroded, deposi
            uplifted, lo, hi):
     """Write one step into the flat cells ``lo .. hi-1`` of the terrain (cell units)
     through the primitives: uplift, then the net change (erosion takes sediment first,
-    deposits are sediment)."""
+    deposits are sediment). Returns the sum of the change of ``height``."""
+    total = 0.0
     for k in range(lo, hi):
+        before = height[k]
         if lift[k] != 0.0:
             uplift_at(k, lift[k] / cell, height, bedrock, uplifted)
         apply_change(k, (h_new[k] - h_start[k]) / cell, height, bedrock, sediment, eroded,
                      deposited)
+        total += height[k] - before
+    return total
 
 
 def _lower_edges(h: np.ndarray, edge: np.ndarray) -> None:
@@ -398,8 +415,8 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
     h_start = drainage.buffer(work, "h_start", height.size)
     # this pass and _apply are bound by memory: serial (threads gain little and wait
     # for each other when another program holds a core)
-    _lifted(height.reshape(-1), terrain.uplift.reshape(-1), is_outlet, cell,
-            params.uplift * years, lift, h, h_start, 0, h.size)
+    lifted = _lifted(height.reshape(-1), terrain.uplift.reshape(-1), is_outlet, cell,
+                     params.uplift * years, lift, h, h_start, 0, h.size)
     flow = drainage.route(h.reshape(shape), cell, outlet=outlet, weight=terrain.rain,
                           work=work)
     level = flow.level.reshape(-1)
@@ -410,7 +427,7 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
         erodibility, params.k * years, area, params.head_area, flow.distance, params.m,
         params.n, level, h, is_outlet, lake, factor, b[0], b[1]))
     _incise(h, level, lake, flow.receiver, flow.stack, factor, params.n)
-    cut = float((h_start - h).sum()) * cell * cell  # what the rivers cut, world units³
+    cut = _drop(h_start, h) * cell * cell  # what the rivers cut, world units³
     if params.deposition > 0.0 or lake.any():
         out, floors, lakes = _deposit(h, h_start, level, lake, flow.receiver, flow.stack,
                                       flow.area.reshape(-1), cell * cell,
@@ -420,21 +437,21 @@ def evolve(terrain: Terrain, params: LandscapeParams, years: float, height: np.n
     before_diffusion = float(h.sum())
     _diffuse(h.reshape(shape), params.diffusivity * years / (cell * cell), rows_first,
              drainage.buffer(work, "scratch", shape))
-    before_edges = float(h.sum())
+    before_edges = after = float(h.sum())
     if params.open_edges:
         _lower_edges(h.reshape(shape), outlet.astype(bool))
+        after = float(h.sum())
     vol = cell ** 3  # world units³ of one cell unit x cell
-    books = {"uplift": float(lift.sum()) / cell, "incised": cut / vol,
+    books = {"uplift": lifted / cell, "incised": cut / vol,
              "floors": floors / vol, "lakes": lakes / vol, "rivers_out": out / vol,
              "hillslopes_out": (before_diffusion - before_edges) / cell,
-             "edges_out": (before_edges - float(h.sum())) / cell}
+             "edges_out": (before_edges - after) / cell}
     # the edges never change (base level): what reached them left the grid; the outflow
     # is booked from the totals, so the budget closes to rounding
-    before = float(height.sum())
-    _apply(h, h_start, lift, cell, height.reshape(-1), terrain.bedrock.reshape(-1),
-           terrain.sediment.reshape(-1), terrain.eroded.reshape(-1),
-           terrain.deposited.reshape(-1), terrain.uplifted.reshape(-1), 0, h.size)
-    terrain.outflow += books["uplift"] - (float(height.sum()) - before)
+    change = _apply(h, h_start, lift, cell, height.reshape(-1), terrain.bedrock.reshape(-1),
+                    terrain.sediment.reshape(-1), terrain.eroded.reshape(-1),
+                    terrain.deposited.reshape(-1), terrain.uplifted.reshape(-1), 0, h.size)
+    terrain.outflow += books["uplift"] - change
     return books
 
 
