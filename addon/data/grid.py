@@ -318,11 +318,12 @@ def remove_layers(me: bpy.types.Mesh, keep_original: bool = False) -> None:
 
 
 def forget_original(me: bpy.types.Mesh) -> None:
-    """Apply: the current heights become the original. The original heights and the
-    change layers (measured from them) are removed; the state layers stay (a run
-    resumes from them, its changes counted from here)."""
-    for name in [a.name for a in me.attributes
-                 if a.name == ORIGINAL_Z or a.name in CHANGE_LAYERS.values()]:
+    """Apply: the current heights become the original, as plain heights. The original
+    heights, the change layers (measured from them) and the state layers are removed:
+    the next run starts from the heights alone, as Rebuild replays it. The color layers
+    stay (they show the erosion until the next run writes them)."""
+    state = {ORIGINAL_Z, *CHANGE_LAYERS.values(), *FLOAT_LAYERS.values()}
+    for name in [a.name for a in me.attributes if a.name in state]:
         me.attributes.remove(me.attributes[name])
 
 

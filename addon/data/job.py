@@ -18,6 +18,7 @@ from ..simcore.engine.simulation import PROCESSES, Progress, Simulation
 from ..simcore.engine.timing import long_run_note
 from ..simcore.errors import UserError
 from ..simcore.fileio import available_memory
+from ..simcore.formats import history as entries
 from ..simcore.terrain import Terrain, TerrainError
 from . import grid as gridio
 from . import history, instances, masks, writeback
@@ -221,7 +222,7 @@ class ErosionJob:
 
     def __init__(self, obj: bpy.types.Object, particles: int | None = None,
                  params: dict | None = None, record: str | None = None,
-                 recipe: history.Recipe | None = None) -> None:
+                 recipe: entries.Recipe | None = None) -> None:
         """``record``: 'erode' or 'step' adds an entry to the object's history when the
         run keeps something; ``recipe``: a history entry replayed (its settings, seed,
         rounds, real size and masks instead of the object's)."""
@@ -267,9 +268,8 @@ class ErosionJob:
         g = self.grid
         #: local units <-> the real world the simulation runs in (addon/data/scale.py)
         #: the Real Size (0: automatic) and Vertical Exaggeration the run uses
-        self.size_settings = ((float(f"{settings.real_size:.7g}"),
-                               float(f"{settings.vertical_exaggeration:.7g}"))
-                              if recipe is None else (recipe.real_size, recipe.exaggeration))
+        self.size_settings = (settings.size_settings() if recipe is None
+                              else (recipe.real_size, recipe.exaggeration))
         self.scale = RealScale.of(g.rows, g.cols, g.cell_size, *self.size_settings)
         z = positions[:, 2][g.order].reshape(g.rows, g.cols).astype(np.float64)
         _refuse_bad_mesh(obj, z)
@@ -286,7 +286,7 @@ class ErosionJob:
             terrain.validate()
             self.masks_used = list(recipe.maps)
         #: the input maps this run uses (what its history entry keeps)
-        self.maps = {name: getattr(terrain, name) for name in history.MAPS
+        self.maps = {name: getattr(terrain, name) for name in entries.MAPS
                      if name in self.masks_used
                      or (name == "protect" and "selection" in self.masks_used)}
         self.extras_before = {key: _extra_state(getattr(settings, key))
@@ -608,7 +608,7 @@ class ErosionJob:
         """Add this run to the object's history (addon/data/history.py)."""
         if self.writer_wrote_original:  # the history starts at the original heights
             settings.history_from_original = True
-        history.record(settings, history.run_entry(
+        history.record(settings, entries.run_entry(
             self.record_kind, settings.preset, self.params, self.sim.seed,
             self.start_rounds, rounds - self.start_rounds, *self.size_settings, self.rock,
             self.write_colors, self.water_surface, self.exact_resume, self.maps))

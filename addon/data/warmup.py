@@ -89,6 +89,16 @@ def _set(**changes) -> None:
         _status = dataclasses.replace(_status, **changes)
 
 
+def poll_ready(cls, obj) -> bool:
+    """An operator's poll: whether the core is compiled for ``obj``'s ticked processes;
+    if not, says so in the poll message (the warm-up runs on another thread)."""
+    core = status()
+    if not core.ready_for(enabled_processes(obj)):
+        cls.poll_message_set(core.text())
+        return False
+    return True
+
+
 def enabled_processes(obj) -> list[str]:
     """Names of the processes ticked in ``obj``'s erosion settings (none for an object
     without them): what a run on it needs prepared."""

@@ -46,10 +46,12 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..data import grid as gridio
+from ..data import history
 from ..data.job import ErosionJob
 from ..simcore.errors import OutputPathError, UserError, describe_os_error
 from ..simcore.fileio import check_output
 from ..simcore.formats import bake_cache as fmt
+from ..simcore.formats import history as entries
 from ..simcore.formats import staging
 from ..simcore.formats.bake_cache import MANIFEST, BakeError, frame_file
 from ..ui.boundary import reports_user_errors
@@ -436,8 +438,12 @@ def bake(obj: bpy.types.Object, frame_start: int, frame_end: int, per_frame: int
         _remove_empty(made)
         raise
     _state.clear()
-    if job.sim.rounds_done > job.sim.start_rounds:  # a bake is no entry of the history
-        obj.terrain_erosion.history_from_original = False
+    if job.sim.rounds_done > job.sim.start_rounds:  # a bake is no run of the history:
+        s = obj.terrain_erosion  # a note in it says why Rebuild refuses from here
+        s.history_from_original = False
+        history.record(s, entries.note_entry(
+            f"Animation Bake, frames {frame_start}-{frame_end} (Rebuild cannot replay a "
+            "bake: Apply to start a history from its last frame)", *s.size_settings()))
     b.baked, b.baked_start, b.baked_end = True, frame_start, frame_end
     _state.messages.pop(obj.name, None)
     return manifest

@@ -32,6 +32,11 @@ def _parser() -> argparse.ArgumentParser:
                         "= 1 m); saved on the object, like --set real_size=METRES")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a parameter, e.g. droplets.Kq=5 (repeatable)")
+    p.add_argument("--history", metavar="FILE.json",
+                   help="replay this history instead of a preset: an export's sidecar (its "
+                        "'history') or a JSON list of entries; it replaces the object's "
+                        "history and runs Rebuild (from the original heights, as in "
+                        "Blender)")
     p.add_argument("--save", action="store_true", help="save the .blend afterwards")
     p.add_argument("--save-as", metavar="PATH", help="save the result to another .blend")
     p.add_argument("--export-maps", metavar="FOLDER",
@@ -56,8 +61,9 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
     try:
         obj = _checked_object(args)
-        work = _apply_settings(obj, args)
-        if work == 0:
+        if args.history:
+            _replay(obj, args.history)
+        elif (work := _apply_settings(obj, args)) == 0:
             print(f"terrain_erosion: {obj.name}: --particles 0, nothing to erode",
                   flush=True)
         else:
@@ -111,7 +117,49 @@ def _checked_object(args: argparse.Namespace) -> bpy.types.Object:
             openimageio()  # none (Blender 4.2): say so before the run
     elif args.multilayer_exr:
         raise CliError("--multilayer-exr needs --export-maps FOLDER")
+    if args.history:
+        given = [flag for flag, value in (("--preset", args.preset), ("--seed", args.seed),
+                                          ("--particles", args.particles),
+                                          ("--real-size", args.real_size),
+                                          ("--set", args.set)) if value]
+        if given:
+            raise CliError(f"--history replays the recorded runs with their own settings: "
+                           f"leave out {', '.join(given)}")
     return obj
+
+
+def _replay(obj: bpy.types.Object, path: str) -> None:
+    """``path``'s history made the object's, then Rebuild. Every switched-on entry is
+    read first: one this version cannot replay is a HistoryError naming it, and the
+    object keeps its own history."""
+    from ..data import history
+    from ..simcore.formats import history as entries
+    from .history import rebuild
+    found = entries.read_file(path)
+    if not found.complete:
+        raise entries.HistoryError(
+            f"the history in {path} does not hold all of the erosion of the exported "
+            "object (an Animation Bake, a Refine x2 or runs before the history): Apply "
+            "in Blender to start a history from the current heights, and export again")
+    for i, (enabled, entry) in enumerate(found.entries):
+        if enabled:
+            entries.parse_entry(entry if not isinstance(entry, str) else None,
+                                f"history entry {i + 1} of {path}")
+    s = obj.terrain_erosion
+    kept = [(e.enabled, e.data) for e in s.history], s.history_index, \
+        s.history_from_original
+    history.replace(s, found.entries)
+    s.history_from_original = True
+    try:
+        replayed, notes = rebuild(obj)
+    except BaseException:
+        history.replace(s, kept[0])
+        s.history_index, s.history_from_original = kept[1], kept[2]
+        raise
+    for note in notes:
+        print(f"terrain_erosion: note: {note}", flush=True)
+    print(f"terrain_erosion: {obj.name}: rebuilt from its original heights, {replayed} "
+          f"entries replayed from {path}", flush=True)
 
 
 def _apply_settings(obj: bpy.types.Object, args: argparse.Namespace) -> int | None:

@@ -50,6 +50,7 @@ import bpy
 import numpy as np
 
 from ..data import grid as gridio
+from ..data import history
 from ..data.meshes import quad_mesh
 from ..data.objects import remove_object
 from ..data.package import FOLDER
@@ -268,6 +269,9 @@ def _settings_record(obj: bpy.types.Object) -> dict:
         rock = None
     if rock is not None:  # the rock column (Rock Layers on), as a preset's [rock]
         out["rock"] = rock.to_dict()
+    if s.history:  # what the batch command's --history replays
+        out["history"] = history.exported(s)
+        out["history_complete"] = bool(s.history_from_original)
     return out
 
 

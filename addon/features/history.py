@@ -5,6 +5,8 @@ addon/data/history.py; Erode, Step and Generate Ridges add them."""
 
 from __future__ import annotations
 
+import json
+
 import bpy
 import numpy as np
 
@@ -13,6 +15,9 @@ from ..data import history, warmup
 from ..data.job import ErosionJob, forget_exact, layers_changed, reset_to_original
 from ..data.objects import remove_object
 from ..data.scale import RealScale
+from ..simcore.engine.simulation import particles_per_round, planned_rounds
+from ..simcore.formats import history as entries
+from ..simcore.formats.presets import Preset
 from ..simcore.params import ParameterError
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel, wrap_label
@@ -124,6 +129,85 @@ class TERRAIN_OT_history_move(_EntryOperator, bpy.types.Operator):
         return {'FINISHED'}
 
 
+class TERRAIN_OT_history_load(_EntryOperator, bpy.types.Operator):
+    """Put the selected Erode or Step entry's settings (processes and parameters, seed,
+    amount of work, rock layers, real size) into the object's erosion settings, to
+    change them there and write them back with Store in Entry"""
+
+    bl_idname = "terrain.history_load"
+    bl_label = "Load Entry Settings"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @reports_user_errors
+    def execute(self, context):
+        i = self.entry(context)
+        if i is None:
+            return {'CANCELLED'}
+        s = context.active_object.terrain_erosion
+        recipe = _run_recipe(self, s, i)
+        if recipe is None:
+            return {'CANCELLED'}
+        s.apply_preset(Preset(  # the amount of work as Particles: rain per area off
+            name=recipe.preset, seed=recipe.seed,
+            particles=recipe.rounds * particles_per_round(recipe.params),
+            params=recipe.params, enabled=dict.fromkeys(recipe.params, True),
+            real_size=recipe.real_size, rock=recipe.rock))
+        s.vertical_exaggeration = recipe.exaggeration
+        if recipe.rock is None:
+            s.rock.enabled = False
+        s.write_colors, s.water_surface = recipe.write_colors, recipe.water_surface
+        self.report({'INFO'}, f"The settings of {history.entry_name(s, i)} are the "
+                              "object's now: change them, then Store in Entry and Rebuild")
+        return {'FINISHED'}
+
+
+class TERRAIN_OT_history_store(_EntryOperator, bpy.types.Operator):
+    """Write the object's erosion settings (processes and parameters, seed, amount of
+    work, rock layers, real size) into the selected Erode or Step entry; its masks and
+    where it starts stay as recorded. Rebuild then replays it with them"""
+
+    bl_idname = "terrain.history_store"
+    bl_label = "Store in Entry"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @reports_user_errors
+    def execute(self, context):
+        i = self.entry(context)
+        if i is None:
+            return {'CANCELLED'}
+        obj = context.active_object
+        s = obj.terrain_erosion
+        old = _run_recipe(self, s, i)
+        if old is None:
+            return {'CANCELLED'}
+        params = s.enabled_params()
+        rounds = old.rounds  # a Step is one round of whatever runs
+        if old.kind == "erode":  # the rounds an Erode with these settings runs
+            g = gridio.detect_grid(obj.data)
+            rounds = planned_rounds(params, s.work(g.rows, g.cols, g.cell_size),
+                                    g.rows * g.cols, old.start_round) - old.start_round
+        entry = entries.run_entry(old.kind, s.preset, params, s.full_seed(),
+                                  old.start_round, rounds, *s.size_settings(),
+                                  s.rock.to_column(), s.write_colors, s.water_surface,
+                                  old.exact_resume, {})
+        entry["masks"] = json.loads(s.history[i].data)["masks"]  # as recorded
+        item = s.history[i]
+        item.data, item.label = entries.dumps(entry), entries.label(entry)
+        self.report({'INFO'}, f"Stored the settings in {history.entry_name(s, i)}: "
+                              "Rebuild to replay the history with them")
+        return {'FINISHED'}
+
+
+def _run_recipe(op, settings, i: int) -> entries.Recipe | None:
+    """Entry ``i``'s recipe when it is a run (Erode, Step); else None, reported."""
+    recipe = entries.parse(settings.history[i].data, history.entry_name(settings, i))
+    if recipe.kind not in entries.RUN_KINDS:
+        op.report({'ERROR'}, f"{history.entry_name(settings, i)} is no Erode or Step: "
+                             "only runs have erosion settings to load and store")
+        return None
+    return recipe
+
+
 class TERRAIN_OT_rebuild(bpy.types.Operator):
     """Replay the switched-on history entries in order from the original heights (the
     stored original, or the mesh as it is after Reset). One undo step"""
@@ -140,11 +224,7 @@ class TERRAIN_OT_rebuild(bpy.types.Operator):
             cls.poll_message_set("The history is empty: Erode, Step or Generate Ridges "
                                  "add to it")
             return False
-        core = warmup.status()
-        if not core.ready_for(warmup.enabled_processes(context.active_object)):
-            cls.poll_message_set(core.text())
-            return False
-        return True
+        return warmup.poll_ready(cls, context.active_object)
 
     @reports_user_errors
     def execute(self, context):
@@ -164,7 +244,7 @@ def rebuild(obj: bpy.types.Object) -> tuple[int, list[str]]:
     changes."""
     s = obj.terrain_erosion
     if not s.history_from_original:
-        raise history.HistoryError(
+        raise entries.HistoryError(
             f"the history of '{obj.name}' does not hold all of its erosion (runs from "
             "before the add-on kept a history, an Animation Bake or a Refine x2 are not "
             "in it): Apply to start a history from the current heights, or Reset to "
@@ -209,7 +289,7 @@ _EXTRAS = ("trees_object", "water_object")
 
 
 def _replay(obj: bpy.types.Object, names: list[str],
-            recipes: list[history.Recipe]) -> list[str]:
+            recipes: list[entries.Recipe]) -> list[str]:
     """Original heights, then every recipe in order; notes on entries that did not
     start as recorded."""
     me = obj.data
@@ -224,6 +304,8 @@ def _replay(obj: bpy.types.Object, names: list[str],
     forget_exact()
     notes = []
     for name, recipe in zip(names, recipes, strict=True):
+        if not recipe.replays:  # a note
+            continue
         if recipe.kind == "ridges":
             assert recipe.ridges is not None
             ridges.raise_ridges(obj, recipe.ridges, recipe.mode, recipe.start,
@@ -240,18 +322,20 @@ def _replay(obj: bpy.types.Object, names: list[str],
 
 
 def _check_fits(obj: bpy.types.Object, grid: gridio.Grid, names: list[str],
-                recipes: list[history.Recipe]) -> None:
+                recipes: list[entries.Recipe]) -> None:
     """Refuse, before anything changes, an entry that cannot run on this grid: masks of
     another size (the mesh was re-made at another resolution), a real size or a ridge
     spacing the grid cannot take."""
     shape = (grid.rows, grid.cols)
     for name, recipe in zip(names, recipes, strict=True):
+        if not recipe.replays:
+            continue
         arrays = dict(recipe.maps)
         if recipe.start is not None:
             arrays["ridge start"] = recipe.start
         for what, values in arrays.items():
             if values.shape != shape:
-                raise history.HistoryError(
+                raise entries.HistoryError(
                     f"{name} has a {what} mask of {values.shape[0]}x{values.shape[1]} "
                     f"cells, but '{obj.name}' is a {shape[0]}x{shape[1]} grid: switch the "
                     "entry off or remove it to rebuild the rest")
@@ -261,7 +345,7 @@ def _check_fits(obj: bpy.types.Object, grid: gridio.Grid, names: list[str],
             if recipe.ridges is not None:
                 ridges.check_spacing(recipe.ridges, scale.real_size)
         except ParameterError as exc:
-            raise history.HistoryError(f"{name}: {exc}") from None
+            raise entries.HistoryError(f"{name}: {exc}") from None
 
 
 class TERRAIN_PT_history(ErosionSubPanel, bpy.types.Panel):
@@ -283,6 +367,11 @@ class TERRAIN_PT_history(ErosionSubPanel, bpy.types.Panel):
             .direction = 'UP'
         col.operator(TERRAIN_OT_history_move.bl_idname, text="", icon='TRIA_DOWN') \
             .direction = 'DOWN'
+        row = layout.row(align=True)
+        row.operator(TERRAIN_OT_history_load.bl_idname, text="Load Settings",
+                     icon='IMPORT')
+        row.operator(TERRAIN_OT_history_store.bl_idname, text="Store in Entry",
+                     icon='EXPORT')
         layout.operator(TERRAIN_OT_rebuild.bl_idname, icon='FILE_REFRESH')
         if s.history and not s.history_from_original:
             wrap_label(layout, "Erosion outside this history (earlier runs, a bake, a "
@@ -290,5 +379,6 @@ class TERRAIN_PT_history(ErosionSubPanel, bpy.types.Panel):
 
 
 classes = (TERRAIN_UL_history, TERRAIN_OT_history_remove, TERRAIN_OT_history_move,
-           TERRAIN_OT_rebuild, TERRAIN_PT_history)
+           TERRAIN_OT_history_load, TERRAIN_OT_history_store, TERRAIN_OT_rebuild,
+           TERRAIN_PT_history)
 register, unregister = bpy.utils.register_classes_factory(classes)

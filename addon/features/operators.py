@@ -15,6 +15,7 @@ from ..data.job import (  # noqa: F401 (JobEnded: API)
     end_runs_on_undo,
     forget_exact,
     halt_all_runs,
+    layers_changed,
     reset_to_original,
 )
 from ..simcore.formats.presets import delete_preset, load_preset, save_preset
@@ -47,11 +48,7 @@ class _TerrainOperator:
                                  "Stop to keep its result")
             return False
         from ..data import warmup  # the core is compiled on another thread: wait for it
-        core = warmup.status()
-        if not core.ready_for(warmup.enabled_processes(context.active_object)):
-            cls.poll_message_set(core.text())
-            return False
-        return True
+        return warmup.poll_ready(cls, context.active_object)
 
 
 class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
@@ -244,8 +241,8 @@ class TERRAIN_OT_reset(_TerrainOperator, bpy.types.Operator):
 
 class TERRAIN_OT_apply(_TerrainOperator, bpy.types.Operator):
     """Keep the eroded heights as the new original: forget the stored pre-erosion
-    heights and the erosion history (Reset and Rebuild will no longer go back past this
-    point)"""
+    heights, the erosion state layers and the erosion history (Reset and Rebuild will
+    no longer go back past this point; the next run starts from the heights alone)"""
 
     bl_idname = "terrain.apply"
     bl_label = "Apply"
@@ -254,11 +251,16 @@ class TERRAIN_OT_apply(_TerrainOperator, bpy.types.Operator):
     def execute(self, context):
         obj = context.active_object
         gridio.forget_original(obj.data)
-        # the entries ran on the old original: a history starts from these heights
+        # the entries ran on the old original: a history starts from these heights, and
+        # the next run too (round 0, no state carried over), so Rebuild replays it
         s = obj.terrain_erosion
         s.history.clear()
         s.history_index = 0
         s.history_from_original = True
+        s.rounds_done = 0
+        s.set_state_seed(-1)
+        forget_exact()
+        layers_changed(obj)
         return {'FINISHED'}
 
 

@@ -17,11 +17,12 @@ import bpy
 import numpy as np
 
 from ..data import grid as gridio
-from ..data import job
+from ..data import history, job
 from ..data.masks import vertex_group_weights
 from ..data.meshes import quad_mesh
 from ..simcore.engine.refine import refine
 from ..simcore.errors import UserError
+from ..simcore.formats import history as entries
 from ..simcore.kernels.refine import double
 from ..simcore.processes import FIELDS
 from ..ui.boundary import reports_user_errors
@@ -195,6 +196,9 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
     obj.data = new
     if settings.history:  # its entries ran on the coarse grid: Rebuild cannot replay them
         settings.history_from_original = False
+        history.record(settings, entries.note_entry(
+            "Refine x2 (the entries above ran on the coarse grid: Apply to start a "
+            "history on the fine one)", *settings.size_settings()))
     for name, weights in groups.items():  # the names live on the mesh in Blender 3+
         group = obj.vertex_groups.get(name) or obj.vertex_groups.new(name=name)
         w = np.clip(weights, 0.0, 1.0).astype(np.float32)

@@ -20,6 +20,7 @@ from ..data import grid as gridio
 from ..data import history
 from ..data.meshes import quad_mesh
 from ..data.scale import RealScale
+from ..simcore.formats import history as entries
 from ..simcore.generators import ridges as dla
 from ..simcore.params import ParameterError
 from ..ui.boundary import reports_user_errors
@@ -183,12 +184,12 @@ class TERRAIN_OT_generate_ridges(bpy.types.Operator):
         if problem:
             raise gridio.GridError(problem)
         s = obj.terrain_erosion
-        sizes = (float(f"{s.real_size:.7g}"), float(f"{s.vertical_exaggeration:.7g}"))
+        sizes = s.size_settings()
         start = None
         if params.start == "mask":
             start = _painted(obj, self.vertex_group, gridio.detect_grid(obj.data))
         ridges = raise_ridges(obj, params, self.mode, start, sizes)
-        history.record(s, history.ridges_entry(params, self.mode, start, *sizes))
+        history.record(s, entries.ridges_entry(params, self.mode, start, *sizes))
         self.report({'INFO'}, _summary(obj.name, ridges))
         return {'FINISHED'}
 

@@ -250,7 +250,7 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
     def to_preset(self, name: str, description: str = "") -> Preset:
         params = {n: getattr(self, n).to_params() for n in PROCESSES}
         enabled = {n: bool(getattr(self, n).enabled) for n in PROCESSES}
-        real_size = float(f"{self.real_size:.7g}")
+        real_size = self.size_settings()[0]
         return Preset(name=name, description=description, seed=self.full_seed(),
                       particles=self.particles, particles_per_area=self.rain_per_area(),
                       params=params, enabled=enabled, real_size=real_size or None,
@@ -274,9 +274,13 @@ class TERRAIN_PG_settings(bpy.types.PropertyGroup):
     def real_scale(self, rows: int, cols: int, local_cell: float) -> RealScale:
         """How this object's rows x cols grid of ``local_cell`` local units maps to the
         world the simulation runs in (its Real Size and Vertical Exaggeration)."""
-        # single precision undone: 0.1 typed comes back as 0.1
-        return RealScale.of(rows, cols, local_cell, float(f"{self.real_size:.7g}"),
-                            float(f"{self.vertical_exaggeration:.7g}"))
+        return RealScale.of(rows, cols, local_cell, *self.size_settings())
+
+    def size_settings(self) -> tuple[float, float]:
+        """The Real Size (0: automatic) and Vertical Exaggeration as typed: single
+        precision undone, 0.1 comes back as 0.1 (what runs use and history entries
+        keep)."""
+        return (float(f"{self.real_size:.7g}"), float(f"{self.vertical_exaggeration:.7g}"))
 
 
 class _Extent:

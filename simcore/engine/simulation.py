@@ -120,6 +120,34 @@ def check_swap(current: dict[str, Params], new: dict[str, Params]) -> None:
                 "long it runs")
 
 
+def particles_per_round(processes: dict[str, Params]) -> int:
+    """The particles (passes, cycles) one round of ``processes`` runs: their batches."""
+    return sum(int(p.batch) for p in processes.values())
+
+
+def planned_rounds(processes: dict[str, Params], particles: int, cells: int,
+                   rounds_done: int = 0) -> int:
+    """The round a run of ``particles`` from round ``rounds_done`` ends at, on a grid
+    of ``cells`` cells: the work rounded up to whole rounds, and at least the rounds the
+    processes with a fixed amount of work need in all (Process.passes: the landscape's
+    age), counted from round 0; refused past MAX_CELL_PASSES."""
+    need = 0
+    for name, params in processes.items():
+        passes = PROCESSES[name].passes
+        if passes is not None:
+            count = passes(params)
+            if count * cells > MAX_CELL_PASSES:
+                # the parameter the span is set by (the landscape's and the ice's
+                # age, the snow's years)
+                span = next((f for f in ("age", "years") if hasattr(params, f)), "age")
+                raise ParameterError(
+                    f"{name}: {count:,} passes on {cells:,} cells is more than "
+                    f"{MAX_CELL_PASSES:.0e} cell passes (days of work): raise its "
+                    f"time_step or lower its {span} (or use a smaller grid)")
+            need = max(need, math.ceil(count / int(params.batch)))
+    return max(rounds_done + math.ceil(particles / particles_per_round(processes)), need)
+
+
 class Simulation:
     """Drives the enabled processes over one :class:`Terrain`, in place.
 
@@ -150,9 +178,9 @@ class Simulation:
         self.terrain = terrain
         self.processes = {n: processes[n] for n in PROCESSES if n in processes}
         self.seed = int(seed)
-        self.per_round = sum(int(p.batch) for p in self.processes.values())
-        self.target_rounds = max(rounds_done + math.ceil(particles / self.per_round),
-                                 self._fixed_rounds())
+        self.per_round = particles_per_round(self.processes)
+        self.target_rounds = planned_rounds(self.processes, particles, terrain.bedrock.size,
+                                            rounds_done)
         self.rounds_done = int(rounds_done)
         self.start_rounds = int(rounds_done)
         self.steps = 0
@@ -185,27 +213,6 @@ class Simulation:
             self._rock_grids = (grid(terrain.shape, 1), np.empty(terrain.shape),
                                 np.empty(terrain.shape))
             self.update_rock_layer()
-
-    def _fixed_rounds(self) -> int:
-        """Rounds the processes with a fixed amount of work need in all (Process.passes:
-        the landscape's age), counted from round 0; refused past MAX_CELL_PASSES."""
-        need = 0
-        cells = self.terrain.bedrock.size
-        for name, params in self.processes.items():
-            passes = PROCESSES[name].passes
-            if passes is not None:
-                count = passes(params)
-                if count * cells > MAX_CELL_PASSES:
-                    # the parameter the span is set by (the landscape's and the ice's
-                    # age, the snow's years)
-                    span = next((f for f in ("age", "years") if hasattr(params, f)),
-                                "age")
-                    raise ParameterError(
-                        f"{name}: {count:,} passes on {cells:,} cells is more than "
-                        f"{MAX_CELL_PASSES:.0e} cell passes (days of work): raise its "
-                        f"time_step or lower its {span} (or use a smaller grid)")
-                need = max(need, math.ceil(count / int(params.batch)))
-        return need
 
     def advice(self) -> list[str]:
         """Sentences for the user about what this grid cannot show (Process.advice),

@@ -6,7 +6,8 @@ range (``height_min``, ``height_max``: a 16-bit PNG decodes as ``min + png / 655
 (max - min)``), the real world the erosion ran in (``real_size``,
 ``vertical_exaggeration``, ...), one entry per map under ``maps`` (its range and files;
 a change map's process and signed range), the rivers and lakes, the multi-layer EXR,
-the run's settings, and the attributes the export skipped. ``generator`` =
+the run's settings, the object's erosion history (``history``: its entries,
+simcore/formats/history.py), and the attributes the export skipped. ``generator`` =
 :data:`GENERATOR` marks a sidecar as ours; a multi-layer EXR's header repeats the
 facts (:func:`header_facts`), so it stands in for a missing sidecar
 (:func:`from_header`).
@@ -46,8 +47,8 @@ _ENTRIES: dict[str, tuple[str, type]] = {MAPS: ("maps", dict),
                                          "engine_tiles": ("tiles", list)}
 #: sidecar entries not copied into the multi-layer EXR's header (the per-map record and
 #: the run's settings are in the sidecar only)
-NOT_IN_HEADER = ("maps", "enabled", "parameters", "provenance", "png_decode", "schema",
-                 "generator")
+NOT_IN_HEADER = ("maps", "enabled", "parameters", "provenance", "history", "png_decode",
+                 "schema", "generator")
 PNG_LEVELS = 65535
 PNG_DECODE = "value = min + (png / 65535) * (max - min)"
 IMAGE_ROWS = "image bottom row = lowest local Y (top of the picture = +Y)"

@@ -115,7 +115,7 @@ def test_change_layers_add_up_after_a_run_and_after_a_resumed_live_run(blender):
     assert np.array_equal(third["thermal"], second["thermal"]), "not run: unchanged"
 
 
-def test_reset_and_apply_remove_the_change_layers_only(blender):
+def test_reset_and_apply_remove_the_state_and_change_layers_only(blender):
     obj = _terrain()
     me = obj.data
     mine = me.attributes.new("my_mask", 'FLOAT', 'POINT')
@@ -124,7 +124,7 @@ def test_reset_and_apply_remove_the_change_layers_only(blender):
     assert _changes(obj)
     assert bpy.ops.terrain.apply() == {'FINISHED'}
     assert not _changes(obj) and me.attributes.get(te.data.grid.ORIGINAL_Z) is None
-    assert me.attributes.get("te_bedrock") is not None, "state stays: a run resumes"
+    assert me.attributes.get("te_bedrock") is None, "the heights alone are the base"
     te.data.job.ErosionJob(obj, 4000).run()  # counts from the applied heights
     _assert_adds_up(obj)
     assert bpy.ops.terrain.reset() == {'FINISHED'}

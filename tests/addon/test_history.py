@@ -6,6 +6,7 @@ without it; the list's operators; old files and bad entries."""
 from __future__ import annotations
 
 import json
+import re
 
 import bpy
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from blender_helpers import add_grid, mesh_state, positions, same_state, set_z, staged_addon
 
 te = staged_addon()
+fmt = te.simcore.formats.history  # the entry format
 
 
 def _preset(name: str):
@@ -69,7 +71,7 @@ def test_runs_and_ridges_are_recorded_with_their_settings_and_masks(blender):
     assert [e.enabled for e in s.history] == [True] * 4
     entries = [json.loads(e.data) for e in s.history]
     assert [e["kind"] for e in entries] == ["ridges", "erode", "step", "erode"]
-    assert all(e["version"] == te.data.history.VERSION for e in entries)
+    assert all(e["version"] == fmt.VERSION for e in entries)
     ridges, erode, step, last = entries
     assert ridges["ridges"]["seed"] == 3 and ridges["mode"] == "ADD"
     assert erode["preset"] == _preset("droplets_only").name
@@ -84,7 +86,7 @@ def test_runs_and_ridges_are_recorded_with_their_settings_and_masks(blender):
     assert step["exact_resume"] and not erode["exact_resume"]
     assert last["seed"] == 9 and erode["real_size"] == 2400.0
     # the recorded masks are the maps the run used
-    recipe = te.data.history.parse(s.history[1].data, "entry")
+    recipe = fmt.parse(s.history[1].data, "entry")
     g = te.data.grid.detect_grid(obj.data)
     rain = te.data.masks.vertex_group_weights(obj, "rain")
     assert np.array_equal(recipe.maps["rain"], rain[g.order].reshape(24, 24))
@@ -268,7 +270,7 @@ def test_old_file_without_history_works_and_rebuild_refuses_clearly(blender):
     (lambda e: e.update(version=99), "later version"),
     (lambda e: e["masks"]["rain"].update(zlib="not base64!"), "damaged"),
     (lambda e: e.pop("seed"), "damaged"),
-    (lambda e: e["masks"].update(rain=te.data.history.pack_array(np.full((20, 20), 2.0))),
+    (lambda e: e["masks"].update(rain=fmt.pack_array(np.full((20, 20), 2.0))),
      "outside 0..1"),
 ])
 def test_a_bad_entry_is_named_and_nothing_changes(blender, damage, message):
@@ -341,7 +343,7 @@ def test_an_entry_whose_masks_do_not_fit_the_grid_is_refused_before_changing(ble
     assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
     s = obj.terrain_erosion
     entry = json.loads(s.history[0].data)
-    entry["masks"]["rain"] = te.data.history.pack_array(np.ones((10, 12)))
+    entry["masks"]["rain"] = fmt.pack_array(np.ones((10, 12)))
     s.history[0].data = json.dumps(entry)
     before = state(obj)
     with pytest.raises(RuntimeError, match="history entry 1.*10x12.*20x20"):
@@ -352,7 +354,7 @@ def test_an_entry_whose_masks_do_not_fit_the_grid_is_refused_before_changing(ble
 def test_every_process_and_rock_column_round_trips_through_an_entry(blender):
     from terrain_erosion.simcore.engine.simulation import PROCESSES, process_params
     from terrain_erosion.simcore.formats.presets import preset_files
-    history = te.data.history
+    history = fmt
     params = {name: process_params(name) for name in PROCESSES}
     rocks = [p.rock for p in map(_preset, preset_files()) if p.rock is not None]
     assert rocks, "a shipped preset has a rock column"
@@ -431,7 +433,158 @@ def test_a_bake_or_a_refine_leaves_a_history_that_rebuild_refuses_clearly(blende
     else:
         assert bpy.ops.terrain.refine() == {'FINISHED'}
     assert not s.history_from_original
+    note = json.loads(s.history[-1].data)
+    assert note["kind"] == "note" and s.history[-1].label.startswith(
+        "Note: Animation Bake, frames 1-3" if step == "bake" else "Note: Refine x2")
     before = state(obj)
     with pytest.raises(RuntimeError, match="an Animation Bake or a Refine x2"):
         bpy.ops.terrain.rebuild()
+    assert same_state(before, state(obj))
+
+
+def _exported_history(obj, folder) -> dict:
+    """The sidecar of an EXR export of ``obj``'s maps."""
+    files = te.features.export.export_maps(obj, folder, formats=("EXR",))
+    return json.loads((folder / files[-1]).read_text())
+
+
+def test_an_exported_history_replays_in_the_batch_command_bit_for_bit(blender, tmp_path):
+    """The farm's round: the sidecar's history, replayed by the batch command on the
+    original heights, gives what Rebuild gives in Blender (and what the runs gave)."""
+    obj = add_grid(bpy, n=20, name="Hills")
+    s = obj.terrain_erosion
+    s.apply_preset(_preset("droplets_only"))
+    _paint(obj, 20)
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    assert bpy.ops.terrain.step() == {'FINISHED'}
+    s.mask_rain_source, s.seed = 'NONE', 9
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    s.seed = 5
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    s.history[3].enabled = False
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    rebuilt = state(obj)
+    sidecar = _exported_history(obj, tmp_path)
+    assert [e.get("enabled", True) for e in sidecar["history"]] == [True] * 3 + [False]
+    assert [e["kind"] for e in sidecar["history"]] == ["erode", "step", "erode", "erode"]
+    assert sidecar["history_complete"] is True
+    path = tmp_path / "farm.json"
+    path.write_text(json.dumps(sidecar))
+    # the farm's copy: its history lost, the mesh scribbled on, the settings others
+    s.history.clear()
+    _scribble(obj)
+    s.seed = 77
+    out = tmp_path / "farm.blend"
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path),
+                                   "--save-as", str(out)]) == 0
+    assert same_state(rebuilt, state(obj))
+    assert len(s.history) == 4 and not s.history[3].enabled
+    assert s.history[0].label.startswith("Erode")
+    bpy.ops.wm.open_mainfile(filepath=str(out))
+    obj = bpy.data.objects["Hills"]
+    bpy.context.view_layer.objects.active = obj
+    assert same_state(rebuilt, state(obj))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda e: e.update(version=2), "later version"),
+    (lambda e: e["settings"]["droplets"].update(Kq="lots"), "Kq"),
+    (lambda e: e.update(kind="sculpt"), "'sculpt' entry"),
+])
+def test_the_batch_command_names_a_bad_entry_and_writes_nothing(blender, tmp_path, capsys,
+                                                                 damage, message):
+    obj = add_grid(bpy, n=16, name="Hills")
+    obj.terrain_erosion.apply_preset(_preset("droplets_only"))
+    assert bpy.ops.terrain.erode(particles=100) == {'FINISHED'}
+    assert bpy.ops.terrain.step() == {'FINISHED'}
+    sidecar = _exported_history(obj, tmp_path)
+    damage(sidecar["history"][1])
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(sidecar))
+    before, labels = state(obj), [e.label for e in obj.terrain_erosion.history]
+    out = tmp_path / "never.blend"
+    capsys.readouterr()
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path),
+                                   "--save-as", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"history entry 2 of {path}" in err
+    assert re.search(message, err)
+    assert not out.exists()
+    assert same_state(before, state(obj))
+    assert [e.label for e in obj.terrain_erosion.history] == labels
+
+
+def test_the_batch_command_refuses_a_history_that_is_not_all_the_erosion(blender,
+                                                                        tmp_path, capsys):
+    obj = add_grid(bpy, n=16, name="Hills")
+    assert bpy.ops.terrain.erode(particles=100) == {'FINISHED'}
+    sidecar = _exported_history(obj, tmp_path)
+    sidecar["history_complete"] = False
+    path = tmp_path / "partial.json"
+    path.write_text(json.dumps(sidecar))
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path)]) == 2
+    assert "does not hold all of the erosion" in capsys.readouterr().err
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path),
+                                   "--seed", "3"]) == 2
+    assert "leave out --seed" in capsys.readouterr().err
+    path.write_text("{}")
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path)]) == 2
+    assert "holds no history" in capsys.readouterr().err
+
+
+def test_an_entry_changed_through_the_settings_rebuilds_as_the_runs_by_hand(blender):
+    obj = add_grid(bpy, n=20, name="Hills")
+    s = obj.terrain_erosion
+    s.apply_preset(_preset("droplets_only"))
+    s.seed = 3
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    s.apply_preset(_preset("default"))
+    s.seed = 4
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    recorded = json.loads(s.history[0].data)
+    s.history_index = 0
+    assert bpy.ops.terrain.history_load() == {'FINISHED'}
+    assert s.full_seed() == 3 and s.preset == _preset("droplets_only").name
+    assert sorted(s.enabled_params()) == sorted(recorded["settings"])
+    assert bpy.ops.terrain.history_store() == {'FINISHED'}
+    assert json.loads(s.history[0].data) == recorded, "stored unchanged: the same entry"
+    s.seed = 8
+    assert bpy.ops.terrain.history_store() == {'FINISHED'}
+    assert json.loads(s.history[0].data) == {**recorded, "seed": 8}
+    assert ", seed 8," in s.history[0].label
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
+    rebuilt = state(obj)
+    assert bpy.ops.terrain.reset() == {'FINISHED'}  # by hand, with seed 8 first
+    s.apply_preset(_preset("droplets_only"))
+    s.seed = 8
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    s.apply_preset(_preset("default"))
+    s.seed = 4
+    assert bpy.ops.terrain.erode(particles=200) == {'FINISHED'}
+    assert same_state(rebuilt, state(obj))
+
+
+def test_load_and_store_refuse_an_entry_that_is_no_run(blender):
+    obj = add_grid(bpy, n=20, name="Hills")
+    obj.terrain_erosion.real_size = 2400.0
+    assert bpy.ops.terrain.generate_ridges(amplitude=60.0, ridge_spacing=300.0,
+                                           seed=3) == {'FINISHED'}
+    with pytest.raises(RuntimeError, match="history entry 1 .*is no Erode or Step"):
+        bpy.ops.terrain.history_load()
+    with pytest.raises(RuntimeError, match="is no Erode or Step"):
+        bpy.ops.terrain.history_store()
+
+
+def test_apply_starts_a_history_that_rebuilds_bit_for_bit(blender):
+    obj = add_grid(bpy, n=20, name="Hills")
+    s = obj.terrain_erosion
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}
+    assert bpy.ops.terrain.apply() == {'FINISHED'}
+    assert len(s.history) == 0 and s.rounds_done == 0
+    assert obj.data.attributes.get("te_bedrock") is None
+    assert bpy.ops.terrain.erode(particles=300) == {'FINISHED'}  # the same seed again
+    assert json.loads(s.history[0].data)["start_round"] == 0
+    before = state(obj)
+    _scribble(obj)
+    assert bpy.ops.terrain.rebuild() == {'FINISHED'}
     assert same_state(before, state(obj))
