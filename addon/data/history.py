@@ -30,7 +30,7 @@ VERSION = 1
 #: the terrain input maps an entry may carry (the painted masks; protect includes
 #: Selection Only's falloff)
 MAPS = ("rain", "erodibility", "protect", "tree_seeding", "uplift")
-KINDS = ("erode", "step", "ridges")
+KINDS = ("erode", "step", "ridges", "live")
 
 
 class HistoryError(UserError):
@@ -61,6 +61,8 @@ class Recipe:
     ridges: RidgeParams | None = None
     mode: str = "ADD"
     start: np.ndarray | None = None
+    #: live: the painted mask states, (round from the session's start, name -> map)
+    states: list = dataclasses.field(default_factory=list)
 
 
 # -- arrays ------------------------------------------------------------------------------
@@ -109,6 +111,15 @@ def run_entry(kind: str, preset: str, params: dict, seed: int, start_round: int,
             "settings": tables, "masks": {n: pack_array(m) for n, m in maps.items()}}
 
 
+def live_entry(run: dict, states: list[tuple[int, dict[str, np.ndarray]]]) -> dict:
+    """The record of a live painting session: ``run`` (:func:`run_entry` of its
+    processes, start maps and rounds) and every mask state it used with the round it
+    took effect at."""
+    return {**run, "kind": "live",
+            "states": [{"round": r, "masks": {n: pack_array(m) for n, m in maps.items()}}
+                       for r, maps in states]}
+
+
 def ridges_entry(params: RidgeParams, mode: str, start: np.ndarray | None,
                  real_size: float, exaggeration: float) -> dict:
     """The record of a ridge generation on an existing grid."""
@@ -122,6 +133,10 @@ def label(entry: dict) -> str:
     if entry["kind"] == "ridges":
         r = entry["ridges"]
         return f"Ridges {entry['mode'].lower()}, seed {r['seed']}"
+    if entry["kind"] == "live":
+        painted = sorted({n for state in entry["states"] for n in state["masks"]})
+        return (f"Live painting {', '.join(painted) or 'nothing'}, {entry['rounds']} "
+                f"rounds, {len(entry['states'])} mask states")
     what = "Erode" if entry["kind"] == "erode" else "Step"
     masks = f", masks: {', '.join(entry['masks'])}" if entry["masks"] else ""
     return (f"{what} {entry['preset'] or 'settings'}, seed {entry['seed']}, "
@@ -176,7 +191,12 @@ def parse(text: str, where: str) -> Recipe:
                 raise HistoryError(f"{where} is damaged: its '{name}' mask has values "
                                    "outside 0..1; switch it off or remove it to rebuild "
                                    "the rest")
+        states = [(int(state["round"]),
+                   {name: unpack_array(packed, f"{where} (live state {i + 1}, '{name}')")
+                    for name, packed in state["masks"].items()})
+                  for i, state in enumerate(entry.get("states", []))]
         return Recipe(**common, params=preset.enabled_params(), seed=preset.seed,
+                      states=states,
                       rounds=int(entry["rounds"]), start_round=int(entry["start_round"]),
                       rock=preset.rock, write_colors=bool(entry["write_colors"]),
                       water_surface=bool(entry["water_surface"]),

@@ -219,6 +219,10 @@ def _refuse_bad_mesh(obj: bpy.types.Object, z: np.ndarray) -> None:
 class ErosionJob:
     """Reads the grid and its stored state, runs the simulation, writes back."""
 
+    #: the object's modes the run goes on in (a live painting session adds the paint
+    #: modes)
+    MODES: tuple[str, ...] = ('OBJECT',)
+
     def __init__(self, obj: bpy.types.Object, particles: int | None = None,
                  params: dict | None = None, record: str | None = None,
                  recipe: history.Recipe | None = None) -> None:
@@ -418,7 +422,7 @@ class ErosionJob:
         """What the user changed under the run, or None."""
         if obj.name != self.obj_name:
             return f"'{self.obj_name}' was renamed to '{obj.name}'"
-        if obj.mode != 'OBJECT':
+        if obj.mode not in self.MODES:
             return f"'{self.obj_name}' left Object Mode"
         me = obj.data
         if me.name != self.mesh_name or len(me.vertices) != self.vertex_count:

@@ -18,9 +18,9 @@ import threading
 import numpy as np
 
 from ..algorithms.masks import MaskError, check_rain
+from ..kernels.primitives import rain_cdf
 from ..params import Params
 from ..terrain import Terrain
-from ..kernels.primitives import rain_cdf
 from .simulation import MAX_CELL_PASSES, Simulation
 
 #: the maps a live session lets the user paint (terrain input maps, 0..1)
