@@ -20,6 +20,7 @@ import numpy as np
 from ..algorithms.masks import MaskError, check_rain
 from ..kernels.primitives import rain_cdf
 from ..params import Params
+from ..processes.landscape import LandscapeParams
 from ..terrain import Terrain
 from .simulation import MAX_CELL_PASSES, Simulation
 
@@ -44,6 +45,7 @@ def live_processes(processes: dict[str, Params], cells: int) -> dict[str, Params
         raise MaskError("live painting runs Landscape evolution: enable it (or apply a "
                         "landscape preset such as Young range) first")
     land = processes["landscape"]
+    assert isinstance(land, LandscapeParams)
     batch = max(1, min(int(land.batch), int(ROUND_SECONDS
                                            / (PASS_SECONDS_PER_CELL * max(cells, 1)))))
     passes = min(LIVE_PASSES, int(MAX_CELL_PASSES // max(cells, 1)),
