@@ -222,6 +222,8 @@ class ErosionJob:
     #: the object's modes the run goes on in (a live painting session adds the paint
     #: modes)
     MODES: tuple[str, ...] = ('OBJECT',)
+    #: the next frame waits this many times Blender's time after the last one
+    redraw_factor = REDRAW_FACTOR
 
     def __init__(self, obj: bpy.types.Object, particles: int | None = None,
                  params: dict | None = None, record: str | None = None,
@@ -519,7 +521,7 @@ class ErosionJob:
         round."""
         if self.sim.rounds_done == self.rounds_written:
             return False
-        self.frame_interval = max(self.live_update, REDRAW_FACTOR * self.redraw_seconds)
+        self.frame_interval = max(self.live_update, self.redraw_factor * self.redraw_seconds)
         if (now - self.last_write < self.frame_interval
                 and self.sim.rounds_done < self.sim.target_rounds):
             return False

@@ -41,6 +41,8 @@ class LiveJob(ErosionJob):
     ends (or ``recipe.rounds`` for a replay), recorded as a 'live' history entry."""
 
     MODES = ('OBJECT', 'WEIGHT_PAINT', 'VERTEX_PAINT')
+    #: painting wants the land to answer: Blender may take up to half the time
+    redraw_factor = 1.0
 
     def __init__(self, obj: bpy.types.Object, recipe: history.Recipe | None = None) -> None:
         params = None
