@@ -28,8 +28,9 @@ MASK_ITEMS = [("UPLIFT", "Uplift", "Paint where the land rises (weight 1: the fu
               ("ERODIBILITY", "Erodibility", "Paint soft (1) and hard (0) rock")]
 #: seconds between the modal's ticks (each reads the mask and writes a slice)
 TICK_INTERVAL = 0.03
-#: the viewport shows a new state at least this often (seconds), grid allowing
-UPDATE_INTERVAL = 0.2
+#: the shortest time between two states shown (seconds): a state after every round,
+#: once Blender has drawn the last one (LiveJob.redraw_factor)
+UPDATE_INTERVAL = 0.05
 
 
 def load_states(path: str, rounds: int) -> tuple[list[tuple[int, dict]], int]:
