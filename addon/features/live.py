@@ -131,7 +131,8 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
         self._last = None
         # strokes push no undo steps of their own: the session is one step
         edit = context.preferences.edit
-        self._global_undo, edit.use_global_undo = edit.use_global_undo, False
+        _GLOBAL_UNDO.append(edit.use_global_undo)
+        edit.use_global_undo = False
         rt = _runtime(context)
         rt.running, rt.progress, rt.stop_requested = True, 0.0, False
         rt.status = f"Live painting: paint the {self.mask.title()} mask"
@@ -179,7 +180,7 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
 
     def _end(self, context, keep: bool, failed: bool = False):
         context.window_manager.event_timer_remove(self._timer)
-        context.preferences.edit.use_global_undo = self._global_undo
+        _restore_undo()
         if context.workspace is not None:
             context.workspace.status_text_set(None)
         rt = _runtime(context)
@@ -194,12 +195,18 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
             rt.status = problem or "Live painting cancelled: the terrain is as it was"
             self.report({'WARNING' if problem else 'INFO'}, rt.status)
             return {'CANCELLED'}
+        mode = obj.mode if obj is not None else 'OBJECT'
+        if mode not in live.LiveJob.MODES:  # e.g. Tab to Edit Mode: write in Object Mode
+            bpy.ops.object.mode_set(mode='OBJECT')
         try:
             self._job.finish()
         except (JobEnded, MaskError) as exc:
             rt.status = str(exc)
             self.report({'WARNING'}, rt.status)
             return {'CANCELLED'}
+        finally:
+            if mode not in live.LiveJob.MODES:
+                bpy.ops.object.mode_set(mode=mode)
         rt.status = f"Live painting kept: {len(self._job.sim.states)} mask states"
         return {'FINISHED'}
 
@@ -220,5 +227,34 @@ class TERRAIN_PT_live(ErosionSubPanel, bpy.types.Panel):
                          icon='BRUSH_DATA').mask = key
 
 
+#: the Global Undo preference as it was before the session that runs (one at a time)
+_GLOBAL_UNDO: list[bool] = []
+
+
+def _restore_undo() -> None:
+    """Put the Global Undo preference back as the session found it."""
+    if _GLOBAL_UNDO:
+        bpy.context.preferences.edit.use_global_undo = _GLOBAL_UNDO[0]
+        _GLOBAL_UNDO.clear()
+
+
+@bpy.app.handlers.persistent
+def _restore_undo_on_load(*_args) -> None:
+    """Loading a file ends a session (Blender drops its modal handler)."""
+    _restore_undo()
+
+
 classes = (TERRAIN_OT_live_paint, TERRAIN_PT_live)
-register, unregister = bpy.utils.register_classes_factory(classes)
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
+def register() -> None:
+    _register_classes()
+    bpy.app.handlers.load_pre.append(_restore_undo_on_load)
+
+
+def unregister() -> None:
+    _restore_undo()
+    while _restore_undo_on_load in bpy.app.handlers.load_pre:
+        bpy.app.handlers.load_pre.remove(_restore_undo_on_load)
+    _unregister_classes()

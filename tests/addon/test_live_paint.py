@@ -157,3 +157,20 @@ def test_bad_mask_states_are_clear_messages_and_change_nothing(blender, tmp_path
     assert len(obj.terrain_erosion.history) == 0
     with pytest.raises(RuntimeError, match="needs the mask states"):
         bpy.ops.terrain.live_paint()
+
+
+def test_a_color_attribute_mask_is_read_directly_without_a_modifier(blender):
+    obj = _range()
+    me = obj.data
+    gray = np.linspace(0.0, 1.0, len(me.vertices), dtype=np.float32)
+    attr = me.color_attributes.new("rain paint", 'FLOAT_COLOR', 'POINT')
+    rgba = np.repeat(gray[:, None], 4, axis=1)
+    attr.data.foreach_set("color_srgb", rgba.ravel())
+    s = obj.terrain_erosion
+    s.mask_rain_source, s.mask_rain_name = 'COLOR_ATTRIBUTE', "rain paint"
+    reader = te.data.live.MaskReader(obj, "rain")
+    assert reader.mode == 'VERTEX_PAINT' and len(obj.modifiers) == 0
+    assert np.allclose(reader.read(obj, bpy.context), gray, atol=1e-6)
+    reader.close(obj)
+    with pytest.raises(te.simcore.algorithms.masks.MaskError, match="not 'protect'"):
+        te.data.live.MaskReader(obj, "protect")
