@@ -45,6 +45,7 @@ else:
         export,
         history,
         ice_surface,
+        live,
         masks,
         material,
         operators,
@@ -59,7 +60,7 @@ else:
     from .ui import overlay, presets_ui, properties
 
     _modules = (preferences, properties, presets_ui, operators, panels, overlay, batch,
-                export, ice_surface, water_data, bake, ridges, history, masks, warmup,
+                export, ice_surface, water_data, bake, ridges, history, masks, live, warmup,
                 report_ui, material, engine_tiles, rock, refine)
 
 

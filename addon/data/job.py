@@ -220,6 +220,12 @@ def _refuse_bad_mesh(obj: bpy.types.Object, z: np.ndarray) -> None:
 class ErosionJob:
     """Reads the grid and its stored state, runs the simulation, writes back."""
 
+    #: the object's modes the run goes on in (a live painting session adds the paint
+    #: modes)
+    MODES: tuple[str, ...] = ('OBJECT',)
+    #: the next frame waits this many times Blender's time after the last one
+    redraw_factor = REDRAW_FACTOR
+
     def __init__(self, obj: bpy.types.Object, particles: int | None = None,
                  params: dict | None = None, record: str | None = None,
                  recipe: entries.Recipe | None = None) -> None:
@@ -418,7 +424,7 @@ class ErosionJob:
         """What the user changed under the run, or None."""
         if obj.name != self.obj_name:
             return f"'{self.obj_name}' was renamed to '{obj.name}'"
-        if obj.mode != 'OBJECT':
+        if obj.mode not in self.MODES:
             return f"'{self.obj_name}' left Object Mode"
         me = obj.data
         if me.name != self.mesh_name or len(me.vertices) != self.vertex_count:
@@ -515,7 +521,7 @@ class ErosionJob:
         round."""
         if self.sim.rounds_done == self.rounds_written:
             return False
-        self.frame_interval = max(self.live_update, REDRAW_FACTOR * self.redraw_seconds)
+        self.frame_interval = max(self.live_update, self.redraw_factor * self.redraw_seconds)
         if (now - self.last_write < self.frame_interval
                 and self.sim.rounds_done < self.sim.target_rounds):
             return False

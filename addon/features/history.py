@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 
 from ..data import grid as gridio
-from ..data import history, warmup
+from ..data import history, live, warmup
 from ..data.job import ErosionJob, forget_exact, layers_changed, reset_to_original
 from ..data.objects import remove_object
 from ..data.scale import RealScale
@@ -310,6 +310,9 @@ def _replay(obj: bpy.types.Object, names: list[str],
             assert recipe.ridges is not None
             ridges.raise_ridges(obj, recipe.ridges, recipe.mode, recipe.start,
                                 (recipe.real_size, recipe.exaggeration))
+            continue
+        if recipe.kind == "live":
+            live.replay_entry(obj, recipe)
             continue
         if not recipe.exact_resume:  # it continued from the mesh's layers
             forget_exact()

@@ -1,5 +1,5 @@
 """The erosion history's entry format: one entry per run (Erode, Step), ridge
-generation or note, as JSON. The Blender add-on keeps the entries on the object
+generation, live painting session or note, as JSON. The Blender add-on keeps the entries on the object
 (addon/data/history.py); an export's sidecar carries them as a ``history`` list, and
 ``python -m simcore erode --history`` replays them (simcore/pipeline/replay.py).
 
@@ -8,7 +8,8 @@ own payload. A run (``erode``, ``step``): what ran, as a preset's tables (the sa
 and checks as a preset file, simcore/formats/presets.py), the seed, the rounds, the
 real size, and every painted map the run used with its contents (zlib, base64; float32
 when that holds the values exactly). ``ridges``: the generator's parameters, the mode
-and the painted start. ``note``: a text the list shows; nothing to replay (what a bake
+and the painted start. ``live``: a run's payload and every mask state a live painting session used, with
+the round it took effect at. ``note``: a text the list shows; nothing to replay (what a bake
 did, say). :func:`parse` turns an entry into a :class:`Recipe`; anything it cannot
 read is a :class:`HistoryError` naming the entry. A new kind is a parser added to
 :data:`PARSERS` (its payload its own); entries of a kind this version does not know
@@ -73,6 +74,8 @@ class Recipe:
     ridges: RidgeParams | None = None
     mode: str = "ADD"
     start: np.ndarray | None = None
+    #: live: the painted mask states, (round from the session's start, name -> map)
+    states: list = dataclasses.field(default_factory=list)
 
     @property
     def replays(self) -> bool:
@@ -126,6 +129,15 @@ def run_entry(kind: str, preset: str, params: dict, seed: int, start_round: int,
             "settings": tables, "masks": {n: pack_array(m) for n, m in maps.items()}}
 
 
+def live_entry(run: dict, states: list[tuple[int, dict[str, np.ndarray]]]) -> dict:
+    """The record of a live painting session: ``run`` (:func:`run_entry` of its
+    processes, start maps and rounds) and every mask state it used with the round it
+    took effect at."""
+    return {**run, "kind": "live",
+            "states": [{"round": r, "masks": {n: pack_array(m) for n, m in maps.items()}}
+                       for r, maps in states]}
+
+
 def ridges_entry(params: RidgeParams, mode: str, start: np.ndarray | None,
                  real_size: float, exaggeration: float) -> dict:
     """The record of a ridge generation on an existing grid."""
@@ -147,6 +159,10 @@ def label(entry: dict) -> str:
         return f"Ridges {entry['mode'].lower()}, seed {r['seed']}"
     if entry["kind"] == "note":
         return f"Note: {entry['text']}"
+    if entry["kind"] == "live":
+        painted = sorted({n for state in entry["states"] for n in state["masks"]})
+        return (f"Live painting {', '.join(painted) or 'nothing'}, {entry['rounds']} "
+                f"rounds, {len(entry['states'])} mask states")
     what = "Erode" if entry["kind"] == "erode" else entry["kind"].title()
     masks = f", masks: {', '.join(entry['masks'])}" if entry["masks"] else ""
     return (f"{what} {entry['preset'] or 'settings'}, seed {entry['seed']}, "
@@ -181,6 +197,20 @@ def _parse_run(entry: dict, common: dict, where: str) -> Recipe:
                   exact_resume=bool(entry["exact_resume"]), maps=maps)
 
 
+def _parse_live(entry: dict, common: dict, where: str) -> Recipe:
+    recipe = _parse_run(entry, common, where)
+    for i, state in enumerate(entry["states"]):
+        where_state = f"{where} (live state {i + 1})"
+        maps = {}
+        for name, packed in state["masks"].items():
+            if name not in MAPS:
+                raise HistoryError(f"{where_state} paints a mask '{name}' this version "
+                                   "does not know: switch it off or remove it")
+            maps[name] = unpack_array(packed, f"{where_state}, '{name}'")
+        recipe.states.append((int(state["round"]), maps))
+    return recipe
+
+
 def _parse_ridges(entry: dict, common: dict, where: str) -> Recipe:
     start = entry["start"]
     return Recipe(**common, ridges=RidgeParams.from_dict(entry["ridges"], where),
@@ -196,7 +226,8 @@ def _parse_note(entry: dict, common: dict, where: str) -> Recipe:
 
 #: kind -> its parser (the entry, the fields every kind has, the entry's name)
 PARSERS: dict[str, Callable[[dict, dict, str], Recipe]] = {
-    "erode": _parse_run, "step": _parse_run, "ridges": _parse_ridges, "note": _parse_note}
+    "erode": _parse_run, "step": _parse_run, "ridges": _parse_ridges, "note": _parse_note,
+    "live": _parse_live}
 
 
 def parse_entry(entry: Any, where: str) -> Recipe:
