@@ -1,19 +1,19 @@
 """The erosion history's entry format: one entry per run (Erode, Step), ridge
-generation, live painting session or note, as JSON. The Blender add-on keeps the entries on the object
-(addon/data/history.py); an export's sidecar carries them as a ``history`` list, and
-``python -m simcore erode --history`` replays them (simcore/pipeline/replay.py).
+generation, live painting session or note, as JSON. The Blender add-on keeps the
+entries on the object (addon/data/history.py); an export's sidecar carries them as a
+``history`` list, and the batch command's ``--history`` replays them in Blender.
 
 An entry is a JSON object with ``version`` (:data:`VERSION`), ``kind`` and the kind's
 own payload. A run (``erode``, ``step``): what ran, as a preset's tables (the same keys
 and checks as a preset file, simcore/formats/presets.py), the seed, the rounds, the
 real size, and every painted map the run used with its contents (zlib, base64; float32
 when that holds the values exactly). ``ridges``: the generator's parameters, the mode
-and the painted start. ``live``: a run's payload and every mask state a live painting session used, with
-the round it took effect at. ``note``: a text the list shows; nothing to replay (what a bake
-did, say). :func:`parse` turns an entry into a :class:`Recipe`; anything it cannot
-read is a :class:`HistoryError` naming the entry. A new kind is a parser added to
-:data:`PARSERS` (its payload its own); entries of a kind this version does not know
-are refused by name.
+and the painted start. ``live``: a run's payload and every mask state a live painting
+session used, with the round it took effect at. ``note``: a text the list shows;
+nothing to replay (what a bake did, say). :func:`parse` turns an entry into a
+:class:`Recipe`; anything it cannot read is a :class:`HistoryError` naming the entry.
+A new kind is a parser added to :data:`PARSERS` (its payload its own); entries of a
+kind this version does not know are refused by name.
 """
 
 from __future__ import annotations
