@@ -70,15 +70,15 @@ def test_an_entry_as_stored_by_earlier_versions_loads():
 
 
 def test_a_new_kind_is_a_parser_of_its_own_payload(monkeypatch):
-    def parse_live(entry, common, where):
+    def parse_sculpt(entry, common, where):
         return fmt.Recipe(**common, seed=int(entry["payload"]["seed"]))
 
-    entry = {"version": 1, "kind": "live", "payload": {"seed": 4}, "real_size": 0.0,
+    entry = {"version": 1, "kind": "sculpt", "payload": {"seed": 4}, "real_size": 0.0,
              "vertical_exaggeration": 1.0, "preset": "", "seed": 4, "rounds": 1,
              "masks": {}}
-    with pytest.raises(fmt.HistoryError, match="'live' entry, which this version does not"):
+    with pytest.raises(fmt.HistoryError, match="'sculpt' entry, which this version does not"):
         fmt.parse_entry(entry, "entry 2")
-    monkeypatch.setitem(fmt.PARSERS, "live", parse_live)
+    monkeypatch.setitem(fmt.PARSERS, "sculpt", parse_sculpt)
     assert fmt.parse_entry(entry, "entry 2").seed == 4
 
 
