@@ -8,8 +8,10 @@ The world: ``simcore generate --size 1025 --cell-size 7.5 --seed 4`` refined x2 
 bench_resolution's worlds are. Rows, one per run:
 
 * ``wall_s``: the whole CLI call (loading the kernels from numba's cache, reading the
-  input, the run, writing the state); ``bytes_per_cell``: the process's peak resident
-  memory (ru_maxrss, interpreter and code included) / cells of the finest grid;
+  input, the run, writing the state); ``cpu_s``: its CPU time, all threads (on a
+  shared machine the wall time also counts the others' work); ``bytes_per_cell``: the
+  process's peak resident memory (ru_maxrss, interpreter and code included) / cells of
+  the finest grid;
 * the landform figures of the result (simcore/analysis/report.py): slope p50 / p99,
   share of cells above 45 degrees, share of the map in closed basins deeper than 1 m,
   the concavity theta;
@@ -58,8 +60,8 @@ def fine_world(quick: bool) -> tuple[Path, float]:
 
 
 def erode(src: Path, cell: float, out: Path, *extra: str) -> dict:
-    """One ``simcore erode`` of the default preset in a fresh process: wall seconds and
-    its peak resident bytes."""
+    """One ``simcore erode`` of the default preset in a fresh process: wall and CPU
+    seconds (all threads) and its peak resident bytes."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "simcore", "erode", "--input", str(src),
                              "--cell-size", repr(cell), "--output", str(out), "--quiet",
@@ -70,7 +72,7 @@ def erode(src: Path, cell: float, out: Path, *extra: str) -> dict:
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"erode {' '.join(extra)}: {err[-2000:]}")
     peak = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    return {"wall_s": wall, "peak": peak}
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak": peak}
 
 
 def figures(path: Path, start: np.ndarray) -> tuple[dict, np.ndarray, float]:
@@ -114,7 +116,8 @@ def run(quick: bool) -> list[dict]:
         r = runs[kind]
         row = {"name": f"default {n}² {kind}" + (f", {levels} levels" if kind != "direct"
                                                    else ""),
-               "wall_s": r["wall_s"], "bytes_per_cell": r["peak"] / cells, **r["figures"]}
+               "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+               "bytes_per_cell": r["peak"] / cells, **r["figures"]}
         if kind != "direct":
             d = runs["direct"]
             row["r"] = correlation(block_mean(d["dh"][:n - 1, :n - 1], k),
