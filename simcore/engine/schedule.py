@@ -6,8 +6,9 @@ A heightmap start finer than the coarsest level is coarsened to it first
 (:func:`heights_pyramid`: full weighting, the real size kept) and, at each refine, the
 detail of the start that the coarser grid could not hold is put back into the ground.
 The rain of the run is split over the levels, each getting :data:`FINER_SHARE` of the
-rain of the next coarser one, so every level costs about the same (a particle's path
-crosses twice as many cells on a grid twice as fine). What runs where is each
+rain of the next coarser one (1: the same rain on every level; at half the coarse
+levels' rain the fine slopes stayed steeper than the direct run's, as the hillslopes
+had too little of their work where the slopes are resolved). What runs where is each
 process's descriptor (``Process.levels``): the detail processes ("every") at every
 level with its share; the whole-map ones ("coarse") at the coarse levels, the finest
 level's share done on the last coarse one. Rounds are numbered on across the levels,
@@ -28,8 +29,8 @@ from ..terrain import MAX_SIDE, Terrain
 from .refine import refine
 from .simulation import PROCESSES, Progress, Simulation
 
-#: the rain of a level as a share of the rain of the next coarser one
-FINER_SHARE = 0.5
+#: the rain of a level as a share of the rain of the next coarser one (module doc)
+FINER_SHARE = 1.0
 #: the coarsest level a heightmap start is coarsened to has at least this many samples
 #: on its shorter side
 MIN_LEVEL_SIDE = 17
