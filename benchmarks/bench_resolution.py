@@ -188,19 +188,23 @@ def cell_size(size: int) -> float:
     return WORLD_M / size
 
 
-def world(size: int, seed: int = SEED, regenerate: bool = False) -> Path:
-    """The .npy of ``simcore generate`` for a ``size``² world of 7.68 km, generated once
-    (atomically, so parallel runs never read half a file) and cached."""
+def world(size: int, seed: int = SEED, regenerate: bool = False,
+          samples: int | None = None) -> Path:
+    """The .npy of ``simcore generate`` for a ``size``² world of 7.68 km (cells of
+    7680 / size; ``samples`` a side instead of ``size``, e.g. ``size + 1``), generated
+    once (atomically, so parallel runs never read half a file) and cached."""
     cell = cell_size(size)
-    path = world_cache() / f"uplands_{size}_cell{cell:g}_seed{seed}.npy"
+    name = f"{size}" if samples is None else f"{samples}x{samples}"
+    path = world_cache() / f"uplands_{name}_cell{cell:g}_seed{seed}.npy"
     if path.exists() and not regenerate:
         print(f"  {size}² world: {path} ({origin(path)})", flush=True)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-    print(f"  generating {size}² x {cell:g} m, seed {seed} -> {path}", flush=True)
+    print(f"  generating {name} x {cell:g} m, seed {seed} -> {path}", flush=True)
     t0 = time.perf_counter()
-    run = subprocess.run([sys.executable, "-m", "simcore", "generate", "--size", str(size),
+    side = size if samples is None else samples
+    run = subprocess.run([sys.executable, "-m", "simcore", "generate", "--size", str(side),
                           "--cell-size", f"{cell!r}", "--seed", str(seed),
                           "--output", str(tmp)], capture_output=True, text=True, cwd=ROOT)
     if run.returncode != 0:

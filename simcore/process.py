@@ -79,6 +79,12 @@ class Process(Generic[P]):
     #: across it): once, on the whole map or a coarse copy of it; "tile" when its reach is
     #: local: in every tile, with overlapping margins
     reach: str = "tile"
+    #: where a coarse-to-fine run (simcore/engine/schedule.py, ``erode --to``) runs the
+    #: process: "coarse" for whole-map processes (what they make spans the map: drainage,
+    #: lakes, a dune field, a landscape's age): at the coarse levels only, its share of
+    #: the finest level's rain done on the last coarse one; "every" for the detail
+    #: processes: at every level, each level its share of the rain (:data:`LEVELS`)
+    levels: str = "every"
     #: its particles start where ``kernels.primitives.start_position`` draws them from
     #: the cdf it is given (droplets, snowball): a tiled run keys them to world blocks,
     #: so a particle that starts in an overlap is the same particle in both tiles
@@ -106,6 +112,15 @@ class Process(Generic[P]):
     #: machine the table in simcore/engine/timing.py was measured on, by
     #: benchmarks/bench_timing.py); 0: too quick to count
     seconds_per_unit: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.levels not in LEVELS:
+            raise ValueError(f"process '{self.name}': levels must be one of {LEVELS}, "
+                             f"got {self.levels!r}")
+
+
+#: the values of ``Process.levels``
+LEVELS = ("coarse", "every")
 
 
 def age_passes(age: float, step: float) -> int:

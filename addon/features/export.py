@@ -63,6 +63,7 @@ from ..simcore.fileio import atomic_write, check_output
 from ..simcore.formats import exr, staging
 from ..simcore.formats import rivers as rivers_file
 from ..simcore.formats import sidecar as sidecar_file
+from ..simcore.formats.lattice import grid_lattice
 from ..simcore.formats.sidecar import MAX_COORD, PNG_LEVELS, Sidecar
 from ..simcore.processes import FIELDS
 from ..ui.boundary import reports_user_errors
@@ -425,15 +426,11 @@ def make_grid_object(name: str, z: np.ndarray, cell_x: float, cell_y: float,
     rows, cols = z.shape
     x0 = -(cols - 1) * cell_x / 2 if x0 is None else x0
     y0 = -(rows - 1) * cell_y / 2 if y0 is None else y0
-    yy, xx = np.mgrid[0:rows, 0:cols]
-    co = np.stack([x0 + xx * cell_x, y0 + yy * cell_y, z], axis=-1)
-    qr, qc = np.mgrid[0:rows - 1, 0:cols - 1]
-    first = (qr * cols + qc).ravel()
-    quads = np.stack([first, first + 1, first + cols + 1, first + cols], axis=1)
+    co, quads = grid_lattice(rows, cols, x0, y0, cell_x, cell_y, z)
     me = bpy.data.meshes.new(name)
     obj = None
     try:  # all or nothing: a failure removes what was made
-        quad_mesh(me, co.reshape(-1, 3), quads)
+        quad_mesh(me, co, quads)
         obj = bpy.data.objects.new(name, me)
         bpy.context.collection.objects.link(obj)
     except BaseException:

@@ -23,7 +23,7 @@ from ..data.meshes import quad_mesh
 from ..simcore.engine.refine import refine
 from ..simcore.errors import UserError
 from ..simcore.formats import history as entries
-from ..simcore.kernels.refine import double
+from ..simcore.formats import lattice
 from ..simcore.processes import FIELDS
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel
@@ -66,34 +66,13 @@ def _check(me: bpy.types.Mesh) -> None:
 
 
 def _face_cells(me: bpy.types.Mesh, grid: gridio.Grid) -> np.ndarray:
-    """For every lattice cell (rows-1 x cols-1, flat), the index of a coarse face on
-    it (the face whose lowest corner, by row then column, is the cell's)."""
-    raster = np.empty(len(me.vertices), np.int64)
-    raster[grid.order] = np.arange(grid.order.size)
+    """For every lattice cell, the index of a coarse face on it (lattice.face_cells)."""
     starts = np.empty(len(me.polygons), np.int64)
     me.polygons.foreach_get("loop_start", starts)
     corner_vertex = np.empty(len(me.loops), np.int64)
     me.loops.foreach_get("vertex_index", corner_vertex)
-    totals = np.empty(len(me.polygons), np.int64)
-    me.polygons.foreach_get("loop_total", totals)
-    rows = raster[corner_vertex] // grid.cols
-    cols = raster[corner_vertex] % grid.cols
-    face_row = np.minimum.reduceat(rows, starts)
-    face_col = np.minimum.reduceat(cols, starts)
-    cell = np.minimum(face_row, grid.rows - 2) * (grid.cols - 1) + np.minimum(
-        face_col, grid.cols - 2)
-    out = np.zeros((grid.rows - 1) * (grid.cols - 1), np.int64)
-    out[cell[::-1]] = np.arange(len(starts))[::-1]  # the first face on a cell wins
-    return out
-
-
-def _lattice(rows: int, cols: int, x0: float, y0: float, cx: float, cy: float,
-             z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    yy, xx = np.mgrid[0:rows, 0:cols]
-    co = np.stack([x0 + xx * cx, y0 + yy * cy, z], axis=-1).reshape(-1, 3)
-    qr, qc = np.mgrid[0:rows - 1, 0:cols - 1]
-    first = (qr * cols + qc).ravel()
-    return co, np.stack([first, first + 1, first + cols + 1, first + cols], axis=1)
+    return lattice.face_cells(lattice.raster_of(grid.order)[corner_vertex], starts,
+                              grid.rows, grid.cols)
 
 
 def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
@@ -123,12 +102,11 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
     fine = refine(terrain)  # the memory check first
     fine_unit = unit / 2.0
     n = len(me.vertices)
-    co, quads = _lattice(rows, cols, g.x0, g.y0, g.cell_x / 2, g.cell_y / 2,
-                         fine.height() * fine_unit)
     normals = np.empty(len(me.polygons) * 3, np.float32)
     me.polygons.foreach_get("normal", normals)
-    if normals[2::3].sum() < 0.0:  # the faces look down: so do the new ones
-        quads = np.ascontiguousarray(quads[:, ::-1])
+    co, quads = lattice.grid_lattice(rows, cols, g.x0, g.y0, g.cell_x / 2, g.cell_y / 2,
+                                     fine.height() * fine_unit,
+                                     flip=lattice.faces_look_down(normals))
     # what the new mesh gets, read from the old one before anything changes
     points, faces, corners = {}, {}, {}
     cells = _face_cells(me, g) if len(me.polygons) else None
@@ -144,26 +122,19 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
                 values = fine.changes[changes[a.name]] * fine_unit
             else:
                 prop, k = POINT_TYPES[a.data_type]
-                raw = _read(a, prop, k, n)[g.order].astype(np.float64)
-                values = np.stack([double(raw[:, i].reshape(g.rows, g.cols))
-                                   for i in range(k)], axis=-1)
+                values = lattice.fine_points(_read(a, prop, k, n), g.order, g.rows, g.cols)
             points[a.name] = (a.data_type, values.reshape(rows * cols, -1))
         elif a.domain == 'FACE' and cells is not None:
             prop, k = FACE_TYPES[a.data_type]
             raw = _read(a, prop, k, len(me.polygons), _DTYPES.get(a.data_type, np.float32))
-            coarse = raw[cells].reshape(g.rows - 1, g.cols - 1, k)
-            fine_faces = np.repeat(np.repeat(coarse, 2, axis=0), 2, axis=1)
-            faces[a.name] = (a.data_type, fine_faces.reshape(-1, k))
+            faces[a.name] = (a.data_type, lattice.fine_faces(raw, cells, g.rows, g.cols))
         elif a.domain == 'CORNER' and a.name in uv:
-            raw = _read(a, "vector", 2, len(me.loops)).astype(np.float64)
-            per_vertex = np.zeros((n, 2))
-            np.add.at(per_vertex, corner_vertex, raw)
-            per_vertex /= np.maximum(np.bincount(corner_vertex, minlength=n), 1)[:, None]
-            lattice = per_vertex[g.order]
-            corners[a.name] = np.stack([double(lattice[:, i].reshape(g.rows, g.cols)).ravel()
-                                        for i in range(2)], axis=-1)
-    groups = {vg.name: double(vertex_group_weights(obj, vg.name)[g.order].reshape(
-        g.rows, g.cols)).ravel() for vg in obj.vertex_groups}
+            corners[a.name] = lattice.fine_corners(_read(a, "vector", 2, len(me.loops)),
+                                                   corner_vertex, g.order, g.rows, g.cols,
+                                                   quads.ravel())
+    groups = {vg.name: lattice.fine_points(vertex_group_weights(obj, vg.name), g.order,
+                                           g.rows, g.cols)[:, 0]
+              for vg in obj.vertex_groups}
     active_uv = me.uv_layers.active.name if me.uv_layers.active is not None else None
     active_group = obj.vertex_groups.active_index
     # the new mesh: everything above, then swapped in
@@ -176,10 +147,9 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
             new.uv_layers.new(name=name)
         if active_uv is not None:
             new.uv_layers.active = new.uv_layers[active_uv]
-        fine_corner_vertex = quads.ravel()
         for name, values in corners.items():
             new.attributes[name].data.foreach_set(
-                "vector", np.ascontiguousarray(values[fine_corner_vertex], np.float32).ravel())
+                "vector", np.ascontiguousarray(values, np.float32).ravel())
         for name, (kind, values) in points.items():
             prop, _ = POINT_TYPES[kind]
             attr = gridio.ensure_attribute(new, name, kind)
@@ -201,9 +171,8 @@ def refine_object(obj: bpy.types.Object) -> bpy.types.Mesh:
             "history on the fine one)", *settings.size_settings()))
     for name, weights in groups.items():  # the names live on the mesh in Blender 3+
         group = obj.vertex_groups.get(name) or obj.vertex_groups.new(name=name)
-        w = np.clip(weights, 0.0, 1.0).astype(np.float32)
-        for value in np.unique(w[w > 0.0]):
-            group.add(np.flatnonzero(w == value).tolist(), float(value), 'REPLACE')
+        for value, indices in lattice.weight_runs(weights):
+            group.add(indices, value, 'REPLACE')
     if groups:
         obj.vertex_groups.active_index = active_group
     if me.users == 0:

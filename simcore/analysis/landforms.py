@@ -75,6 +75,23 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     return float((a * b).sum()) / den if den > 0 else 0.0
 
 
+def band_power(height: np.ndarray, shortest: float, longest: float) -> float:
+    """Mean power of ``height``'s spectrum at wavelengths of ``shortest`` to
+    ``longest`` cells (any unit; compare surfaces of one grid): the plane of best fit
+    removed and a Hann window applied, so the map's edges add no power."""
+    rows, cols = height.shape
+    y, x = np.mgrid[0:rows, 0:cols]
+    a = np.column_stack([np.ones(height.size), x.ravel(), y.ravel()])
+    fit = np.linalg.lstsq(a, height.ravel(), rcond=None)[0]
+    detrended = height - (fit[0] + fit[1] * x + fit[2] * y)
+    del x, y, a
+    detrended *= np.outer(np.hanning(rows), np.hanning(cols))
+    power = np.abs(np.fft.rfft2(detrended)) ** 2
+    k = np.hypot(np.fft.fftfreq(rows)[:, None], np.fft.rfftfreq(cols)[None, :])
+    band = (k >= 1.0 / longest) & (k <= 1.0 / shortest)
+    return float(power[band].mean())
+
+
 def closed_basin_share(height: np.ndarray, cell_size: float, min_depth: float = 1.0) -> float:
     """Share of the map (0..1) inside closed depressions deeper than ``min_depth`` world
     units (``height`` in cell units; the grid's edges are outlets)."""

@@ -118,6 +118,22 @@ def double(a: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
+def halve(a: np.ndarray) -> np.ndarray:
+    """``a`` (rows x cols, both odd and at least 3) on the grid half as fine, ((rows + 1)
+    / 2) x ((cols + 1) / 2) over the same extent: each coarse sample is the mean of the
+    fine samples around it weighted 1/4, 1/2, 1/4 along each axis (full weighting; on
+    an edge, along the edge only), so a plane stays the plane and detail finer than
+    the coarse cells is averaged away, not aliased."""
+    a = np.asarray(a, dtype=np.float64)
+    rows = np.empty(((a.shape[0] + 1) // 2, a.shape[1]))
+    rows[1:-1] = 0.25 * (a[1:-2:2] + a[3::2]) + 0.5 * a[2:-1:2]
+    rows[0], rows[-1] = a[0], a[-1]
+    out = np.empty((rows.shape[0], (a.shape[1] + 1) // 2))
+    out[:, 1:-1] = 0.25 * (rows[:, 1:-2:2] + rows[:, 3::2]) + 0.5 * rows[:, 2:-1:2]
+    out[:, 0], out[:, -1] = rows[:, 0], rows[:, -1]
+    return out
+
+
 def volume(a: np.ndarray) -> float:
     """Integral of ``a`` over the grid's extent, in samples² x ``a``'s unit: each
     sample weighs 1 inside, 1/2 on an edge, 1/4 at a corner (module doc)."""

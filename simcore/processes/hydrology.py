@@ -863,6 +863,6 @@ PROCESS = Process(
                   hi=1.0, color="te_streams", exact="te_stream", refine="map"),
             Field("pool", "depth", "depth of standing water", lo=0.0, color="te_pools",
                   exact="te_pool_depth", refine="level")),
-    relevel=level_lakes, moves_water=True, bytes_per_cell=32, reach="map",
+    relevel=level_lakes, moves_water=True, bytes_per_cell=32, reach="map", levels="coarse",
     # a particle runs until it leaves the map or settles: its path follows the side
     work=lambda p, shape: max(shape), seconds_per_unit=8.4e-8)

@@ -406,5 +406,5 @@ PROCESS = Process(
     writes=("bedrock", "sediment", "eroded", "deposited", "ice", "snow"),
     fields=(Field("ice", "depth", "thickness of glacier ice", lo=0.0, exact="te_ice",
                   refine="amount"),),
-    passes=steps, advice=advice, bytes_per_cell=113, reach="map",
+    passes=steps, advice=advice, bytes_per_cell=113, reach="map", levels="coarse",
     work=cell_pass, seconds_per_unit=8.8e-7)

@@ -519,5 +519,5 @@ PROCESS = Process(
     fields=FIELDS, passes=steps, advice=advice, moves_water=True, bytes_per_cell=92,
     # D dt / dx² <= 1 takes ADI, beyond SDIRK2: the warm-up compiles both
     warmup=({"diffusivity": 1e-5},),
-    reach="map",
+    reach="map", levels="coarse",
     work=cell_pass, seconds_per_unit=2.0e-7)

@@ -661,4 +661,4 @@ PROCESS = Process(
     fields=(Field("wind", "fraction", "time-averaged wind-surface contact", lo=0.0, hi=1.0,
                   color="te_wind", exact="te_wind_contact",
                   refine="map"),), advice=advice,
-    bytes_per_cell=2, reach="map", seconds_per_unit=6.8e-6)
+    bytes_per_cell=2, reach="map", levels="coarse", seconds_per_unit=6.8e-6)
