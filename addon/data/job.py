@@ -614,10 +614,14 @@ class ErosionJob:
         """Add this run to the object's history (addon/data/history.py)."""
         if self.writer_wrote_original:  # the history starts at the original heights
             settings.history_from_original = True
-        history.record(settings, entries.run_entry(
-            self.record_kind, settings.preset, self.params, self.sim.seed,
-            self.start_rounds, rounds - self.start_rounds, *self.size_settings, self.rock,
-            self.write_colors, self.water_surface, self.exact_resume, self.maps))
+        history.record(settings, self._entry(settings.preset, rounds))
+
+    def _entry(self, preset: str, rounds: int) -> dict:
+        """The history entry of this run, ``rounds`` its last round."""
+        return entries.run_entry(
+            self.record_kind, preset, self.params, self.sim.seed, self.start_rounds,
+            rounds - self.start_rounds, *self.size_settings, self.rock, self.write_colors,
+            self.water_surface, self.exact_resume, self.maps)
 
     def cancel(self) -> str | None:
         """Put the mesh and its trees and water objects back exactly as they were

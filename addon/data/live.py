@@ -24,7 +24,6 @@ from ..simcore.engine.live import (
     replay,
 )
 from ..simcore.formats import history as entries
-from . import history
 from .job import ErosionJob
 from .masks import MASKS, color_gray
 
@@ -76,18 +75,12 @@ class LiveJob(ErosionJob):
         """Per-vertex ``maps`` from the next round on (see :meth:`rasters`)."""
         self.sim.paint(self.rasters(maps, where), where)
 
-    def _record(self, settings, rounds: int) -> None:
-        """Add the session to the object's history: its processes, start maps, rounds
-        and the mask states the kept rounds used."""
-        if self.writer_wrote_original:
-            settings.history_from_original = True
+    def _entry(self, preset: str, rounds: int) -> dict:
+        """The session's entry: its processes, start maps, rounds and the mask states
+        the kept rounds used."""
         kept = rounds - self.start_rounds
-        run = entries.run_entry("live", self.preset, self.params, self.sim.seed,
-                                self.start_rounds, kept, *self.size_settings, self.rock,
-                                self.write_colors, self.water_surface, self.exact_resume,
-                                self.maps)
-        history.record(settings, entries.live_entry(
-            run, [(r, m) for r, m in self.sim.states if r < kept]))
+        return entries.live_entry(super()._entry(self.preset, rounds),
+                                  [(r, m) for r, m in self.sim.states if r < kept])
 
 
 def run_states(obj: bpy.types.Object, states: list[tuple[int, dict[str, np.ndarray]]],

@@ -121,7 +121,8 @@ def _checked_object(args: argparse.Namespace) -> bpy.types.Object:
         given = [flag for flag, value in (("--preset", args.preset), ("--seed", args.seed),
                                           ("--particles", args.particles),
                                           ("--real-size", args.real_size),
-                                          ("--set", args.set)) if value]
+                                          ("--set", args.set or None))
+                 if value is not None]
         if given:
             raise CliError(f"--history replays the recorded runs with their own settings: "
                            f"leave out {', '.join(given)}")

@@ -336,6 +336,8 @@ def _check_fits(obj: bpy.types.Object, grid: gridio.Grid, names: list[str],
         arrays = dict(recipe.maps)
         if recipe.start is not None:
             arrays["ridge start"] = recipe.start
+        for i, (_, maps) in enumerate(recipe.states):
+            arrays.update({f"live state {i + 1} '{m}'": v for m, v in maps.items()})
         for what, values in arrays.items():
             if values.shape != shape:
                 raise entries.HistoryError(

@@ -8,8 +8,6 @@ addon/data/live.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import bpy
 import numpy as np
 
@@ -17,7 +15,7 @@ from ..data import grid as gridio
 from ..data import live, warmup
 from ..data.job import JobEnded
 from ..simcore.algorithms.masks import MaskError
-from ..simcore.engine.live import LIVE_MAPS
+from ..simcore.formats import live_states
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel, wrap_label
 from .operators import tick
@@ -31,33 +29,6 @@ TICK_INTERVAL = 0.03
 #: the shortest time between two states shown (seconds): a state after every round,
 #: once Blender has drawn the last one (LiveJob.redraw_factor)
 UPDATE_INTERVAL = 0.05
-
-
-def load_states(path: str, rounds: int) -> tuple[list[tuple[int, dict]], int]:
-    """The mask states of a .npz file: ``rounds`` (k,) the round each state takes
-    effect at, and per painted mask (``uplift``, ``rain``, ``erodibility``) a (k,
-    vertices) array of weights in the mesh's vertex order. Returns the states and the
-    session's rounds (``rounds``, or 0: one past the last state)."""
-    file = Path(bpy.path.abspath(path))
-    try:
-        with np.load(file) as data:
-            arrays = {key: np.array(data[key]) for key in data.files}
-    except (OSError, ValueError) as exc:
-        raise MaskError(f"cannot read the mask states '{file}' ({exc}): give a .npz "
-                        "with 'rounds' and an array per painted mask") from None
-    when = arrays.pop("rounds", None)
-    unknown = sorted(set(arrays) - set(LIVE_MAPS))
-    if when is None or when.ndim != 1 or unknown or not arrays:
-        raise MaskError(f"'{file}' must hold 'rounds' (one round per state) and one "
-                        f"(states, vertices) array per painted mask ({', '.join(LIVE_MAPS)})"
-                        + (f"; it has {', '.join(unknown)}" if unknown else ""))
-    for name, values in arrays.items():
-        if values.ndim != 2 or len(values) != len(when):
-            raise MaskError(f"'{file}': '{name}' must be ({len(when)} states, vertices), "
-                            f"it is {values.shape}")
-    states = [(int(r), {name: values[i] for name, values in arrays.items()})
-              for i, r in enumerate(when)]
-    return states, rounds or (int(when.max()) + 1 if len(when) else 0)
 
 
 def _runtime(context):
@@ -90,11 +61,7 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
         if _runtime(context).running:
             cls.poll_message_set("An erosion run is going on: stop or cancel it first")
             return False
-        core = warmup.status()
-        if not core.ready_for(warmup.enabled_processes(context.active_object)):
-            cls.poll_message_set(core.text())
-            return False
-        return True
+        return warmup.poll_ready(cls, context.active_object)
 
     @reports_user_errors
     def execute(self, context):
@@ -102,8 +69,8 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
         if not self.states and not self.rounds:
             raise MaskError("without a window, live painting needs the mask states: give "
                             "'states' (a .npz file) and/or 'rounds'")
-        states, rounds = load_states(self.states, self.rounds) if self.states \
-            else ([], self.rounds)
+        states, rounds = (live_states.load_states(bpy.path.abspath(self.states), self.rounds)
+                          if self.states else ([], self.rounds))
         job = live.run_states(obj, states, rounds)
         self.report({'INFO'}, f"Live painting of '{job.obj_name}': {rounds} rounds, "
                               f"{len(job.sim.states)} mask states kept")
@@ -115,7 +82,9 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
             return self.execute(context)
         obj = context.active_object
         name = self.mask.lower()
-        self._reader = live.MaskReader(obj, name)
+        self._job = None
+        live.live_processes(obj.terrain_erosion.enabled_params(), len(obj.data.vertices))
+        self._reader = live.MaskReader(obj, name)  # may add the mask's vertex group
         try:
             self._job = live.LiveJob(obj)
             self._job.live_update = min(self._job.live_update, UPDATE_INTERVAL)
@@ -126,6 +95,10 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
             if obj.mode != self._reader.mode:
                 bpy.ops.object.mode_set(mode=self._reader.mode)
         except BaseException:
+            if self._job is not None:
+                if obj.mode != 'OBJECT':
+                    bpy.ops.object.mode_set(mode='OBJECT')
+                self._job.cancel()
             self._reader.close(obj)
             raise
         self._last = None
@@ -154,21 +127,22 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
         if obj is None or obj.mode != self._reader.mode:  # left the paint mode: keep
             return self._end(context, keep=obj is not None)
         rt = _runtime(context)
+        problem = None
         try:
             values = self._reader.read(obj, context)
             if self._last is None or not np.array_equal(values, self._last):
                 self._job.paint({self._reader.name: values}, "the painted mask")
                 self._last = values
         except MaskError as exc:  # e.g. no rain anywhere: wait for more paint
-            rt.status = str(exc)
+            problem = str(exc)
         state = tick(self._job, rt, on_worker=True)
         if state in ("ended", "stop"):
             return self._end(context, keep=state == "stop", failed=state == "ended")
         sim = self._job.sim
         years = (sim.rounds_done - sim.start_rounds) * sim.processes["landscape"].batch \
             * sim.processes["landscape"].time_step
-        rt.status = (f"Live: {years:,.0f} years, {self._job.frames_written} updates, "
-                     f"{len(sim.states)} mask states")
+        rt.status = problem or (f"Live: {years:,.0f} years, {self._job.frames_written} "
+                                f"updates, {len(sim.states)} mask states")
         if context.workspace is not None:
             context.workspace.status_text_set(
                 f"{rt.status}   leave {self._reader.mode.replace('_', ' ').title()} or "
@@ -191,6 +165,8 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
             self.report({'WARNING'}, rt.status)
             return {'CANCELLED'}
         if not keep:
+            if obj is not None and obj.mode != 'OBJECT':  # the mesh is put back there
+                bpy.ops.object.mode_set(mode='OBJECT')
             problem = self._job.cancel()
             rt.status = problem or "Live painting cancelled: the terrain is as it was"
             self.report({'WARNING' if problem else 'INFO'}, rt.status)

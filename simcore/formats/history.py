@@ -175,11 +175,11 @@ def dumps(entry: dict) -> str:
 
 
 # -- reading entries -----------------------------------------------------------------------
-def _parse_run(entry: dict, common: dict, where: str) -> Recipe:
-    preset = parse_preset({"simulation": {"seed": entry["seed"], "particles": 1},
-                           **entry["settings"]}, where)
+def _masks(packed_maps: dict, where: str) -> dict[str, np.ndarray]:
+    """The painted maps of an entry (name -> packed array), checked: names this version
+    knows, values finite and in 0..1."""
     maps = {}
-    for name, packed in entry["masks"].items():
+    for name, packed in packed_maps.items():
         if name not in MAPS:
             raise HistoryError(f"{where} uses a mask '{name}' this version does not "
                                "know: switch it off or remove it")
@@ -189,6 +189,13 @@ def _parse_run(entry: dict, common: dict, where: str) -> Recipe:
             raise HistoryError(f"{where} is damaged: its '{name}' mask has values "
                                "outside 0..1; switch it off or remove it to rebuild "
                                "the rest")
+    return maps
+
+
+def _parse_run(entry: dict, common: dict, where: str) -> Recipe:
+    preset = parse_preset({"simulation": {"seed": entry["seed"], "particles": 1},
+                           **entry["settings"]}, where)
+    maps = _masks(entry["masks"], where)
     return Recipe(**common, preset=str(entry["preset"]), params=preset.enabled_params(),
                   seed=preset.seed,
                   rounds=int(entry["rounds"]), start_round=int(entry["start_round"]),
@@ -200,14 +207,8 @@ def _parse_run(entry: dict, common: dict, where: str) -> Recipe:
 def _parse_live(entry: dict, common: dict, where: str) -> Recipe:
     recipe = _parse_run(entry, common, where)
     for i, state in enumerate(entry["states"]):
-        where_state = f"{where} (live state {i + 1})"
-        maps = {}
-        for name, packed in state["masks"].items():
-            if name not in MAPS:
-                raise HistoryError(f"{where_state} paints a mask '{name}' this version "
-                                   "does not know: switch it off or remove it")
-            maps[name] = unpack_array(packed, f"{where_state}, '{name}'")
-        recipe.states.append((int(state["round"]), maps))
+        recipe.states.append((int(state["round"]),
+                              _masks(state["masks"], f"{where} (live state {i + 1})")))
     return recipe
 
 

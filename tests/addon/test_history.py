@@ -527,6 +527,9 @@ def test_the_batch_command_refuses_a_history_that_is_not_all_the_erosion(blender
     assert te.features.batch.main(["--object", "Hills", "--history", str(path),
                                    "--seed", "3"]) == 2
     assert "leave out --seed" in capsys.readouterr().err
+    assert te.features.batch.main(["--object", "Hills", "--history", str(path),
+                                   "--seed", "0", "--real-size", "0"]) == 2
+    assert "leave out --seed, --real-size" in capsys.readouterr().err
     path.write_text("{}")
     assert te.features.batch.main(["--object", "Hills", "--history", str(path)]) == 2
     assert "holds no history" in capsys.readouterr().err

@@ -82,6 +82,15 @@ def test_a_new_kind_is_a_parser_of_its_own_payload(monkeypatch):
     assert fmt.parse_entry(entry, "entry 2").seed == 4
 
 
+def test_a_live_entry_round_trips_with_its_mask_states():
+    states = [(0, {"uplift": np.full((3, 4), 0.25)}), (5, {"uplift": np.eye(3, 4)})]
+    recipe = fmt.parse(fmt.dumps(fmt.live_entry(_run(kind="live"), states)), "entry 1")
+    assert recipe.kind == "live" and recipe.rounds == 3
+    assert [r for r, _ in recipe.states] == [0, 5]
+    assert all(np.array_equal(got["uplift"], want["uplift"])
+               for (_, got), (_, want) in zip(recipe.states, states, strict=True))
+
+
 @pytest.mark.parametrize("text, message", [
     ("{not json", "entry 3 is damaged"),
     ("[1, 2]", "entry 3 is damaged"),
@@ -95,6 +104,11 @@ def test_a_new_kind_is_a_parser_of_its_own_payload(monkeypatch):
      "outside 0..1"),
     (fmt.dumps(_run(masks={"rain": {"dtype": "float32", "shape": [2], "zlib": "@"}})),
      "mask 'rain'.*damaged"),
+    (fmt.dumps(fmt.live_entry(_run(), [(0, {"uplift": np.full((3, 4), 0.5)}),
+                                       (2, {"uplift": np.full((3, 4), np.nan)})])),
+     "live state 2.*'uplift' mask has values outside 0..1"),
+    (fmt.dumps(fmt.live_entry(_run(), [(1, {"snow": np.zeros((3, 4))})])),
+     "live state 1.*mask 'snow'"),
 ])
 def test_an_entry_this_version_cannot_replay_names_itself(text, message):
     with pytest.raises(fmt.HistoryError, match=message) as err:
