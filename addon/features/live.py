@@ -18,7 +18,7 @@ from ..simcore.algorithms.masks import MaskError
 from ..simcore.formats import live_states
 from ..ui.boundary import reports_user_errors
 from ..ui.widgets import ErosionSubPanel, wrap_label
-from .operators import tick
+from .operators import run_keys, tick
 
 MASK_ITEMS = [("UPLIFT", "Uplift", "Paint where the land rises (weight 1: the full "
                "uplift rate, 0: none)"),
@@ -115,12 +115,9 @@ class TERRAIN_OT_live_paint(bpy.types.Operator):
         return {'RUNNING_MODAL'}
 
     def modal(self, context, event):
-        if event.type == 'ESC' and event.value == 'PRESS':
-            return self._end(context, keep=False)
-        if event.type in {'RET', 'NUMPAD_ENTER'} and event.value == 'PRESS':
-            return self._end(context, keep=True)
-        if event.type == 'Z' and (event.ctrl or event.oskey):
-            return {'RUNNING_MODAL'}  # no undo in the middle of a session
+        ended = run_keys(self, context, event)
+        if ended is not None:
+            return ended
         if event.type != 'TIMER' or event.timer is not self._timer:
             return {'PASS_THROUGH'}  # the brushes paint
         obj = self._job.find_object()

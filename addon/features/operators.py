@@ -108,12 +108,9 @@ class TERRAIN_OT_erode(_TerrainOperator, bpy.types.Operator):
         return {'RUNNING_MODAL'}
 
     def modal(self, context, event):
-        if event.type == 'ESC' and event.value == 'PRESS':
-            return self._end(context, keep=False)
-        if event.type in {'RET', 'NUMPAD_ENTER'} and event.value == 'PRESS':
-            return self._end(context, keep=True)
-        if event.type == 'Z' and (event.ctrl or event.oskey):
-            return {'RUNNING_MODAL'}  # no undo in the middle of a run
+        ended = run_keys(self, context, event)
+        if ended is not None:
+            return ended
         if event.type != 'TIMER' or event.timer is not self._timer:
             return {'PASS_THROUGH'}
         return self._end_or_continue(context, tick(self._job, _runtime(context),
@@ -161,6 +158,19 @@ def _keep(op: TERRAIN_OT_erode, context):
     kept = op._job.finish(wait=False)
     _runtime(context).status = f"Done: {kept} particles"
     return {'FINISHED'}
+
+
+def run_keys(op, context, event) -> set[str] | None:
+    """The keys of a modal run (``op`` has ``_end(context, keep=...)``): Esc ends it and
+    puts the terrain back, Enter ends it and keeps it, Ctrl+Z is ignored until it ends
+    (no undo in the middle of a run). None for any other event."""
+    if event.type == 'ESC' and event.value == 'PRESS':
+        return op._end(context, keep=False)
+    if event.type in {'RET', 'NUMPAD_ENTER'} and event.value == 'PRESS':
+        return op._end(context, keep=True)
+    if event.type == 'Z' and (event.ctrl or event.oskey):
+        return {'RUNNING_MODAL'}
+    return None
 
 
 def tick(job: ErosionJob, rt, budget: float = TICK_BUDGET, on_worker: bool = False) -> str:
